@@ -1,0 +1,183 @@
+//! Server functions (`/sfn/*`) the pages call. Each is a thin call into the
+//! [`Backend`](crate::backend::Backend); forms post to them directly, so
+//! every action works before hydration too. After a plain (no-JS) form
+//! post the server redirects back to the page, with `?error=` on failure.
+
+use leptos::prelude::*;
+
+use crate::types::{ApiKeyList, CatalogEntry, ConnectionList, ConnectionTestResult, CreatedApiKey, LogList};
+
+#[cfg(feature = "ssr")]
+mod ssr {
+    use leptos::prelude::*;
+
+    use crate::backend::{BackendError, SharedBackend};
+
+    pub fn backend() -> Result<SharedBackend, ServerFnError> {
+        use_context::<SharedBackend>().ok_or_else(|| ServerFnError::new("backend missing"))
+    }
+
+    /// Whether the request is a plain HTML form post (no JS).
+    pub fn is_form_post() -> bool {
+        use_context::<http::request::Parts>()
+            .and_then(|p| p.headers.get(http::header::ACCEPT)?.to_str().ok().map(|a| a.contains("text/html")))
+            .unwrap_or(false)
+    }
+
+    /// The error for the page; a plain form post is sent back to `page`
+    /// with the message in `?error=`.
+    pub fn fail(page: &str, e: BackendError) -> ServerFnError {
+        if is_form_post() {
+            leptos_axum::redirect(&format!("{page}?error={}", crate::format::query_escape(&e.to_string())));
+        }
+        ServerFnError::new(e.to_string())
+    }
+
+    pub fn set_header(name: http::HeaderName, value: &str) {
+        if let (Some(opts), Ok(v)) = (use_context::<leptos_axum::ResponseOptions>(), http::HeaderValue::from_str(value))
+        {
+            opts.insert_header(name, v);
+        }
+    }
+}
+
+/// Empty form fields mean "not given".
+#[cfg(feature = "ssr")]
+fn given(s: Option<String>) -> Option<String> {
+    s.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty())
+}
+
+#[server(prefix = "/sfn", endpoint = "login")]
+pub async fn login(password: String) -> Result<(), ServerFnError> {
+    let backend = ssr::backend()?;
+    match backend.login(&password).await {
+        Ok(cookie) => {
+            ssr::set_header(http::header::SET_COOKIE, &cookie);
+            leptos_axum::redirect("/monitoring/health");
+            Ok(())
+        }
+        Err(e) => Err(ssr::fail("/login", e)),
+    }
+}
+
+#[server(prefix = "/sfn", endpoint = "logout")]
+pub async fn logout() -> Result<(), ServerFnError> {
+    let backend = ssr::backend()?;
+    let parts = use_context::<http::request::Parts>();
+    let cookie = parts.as_ref().and_then(|p| p.headers.get(http::header::COOKIE)?.to_str().ok());
+    ssr::set_header(http::header::SET_COOKIE, &backend.logout(cookie));
+    leptos_axum::redirect("/login");
+    Ok(())
+}
+
+#[server(prefix = "/sfn", endpoint = "catalog")]
+pub async fn get_catalog() -> Result<Vec<CatalogEntry>, ServerFnError> {
+    Ok(ssr::backend()?.catalog())
+}
+
+#[server(prefix = "/sfn", endpoint = "connections")]
+pub async fn get_connections() -> Result<ConnectionList, ServerFnError> {
+    ssr::backend()?.list_connections().await.map_err(|e| ssr::fail("/providers", e))
+}
+
+#[server(prefix = "/sfn", endpoint = "add_connection")]
+pub async fn add_connection(
+    provider: String,
+    name: String,
+    api_key: Option<String>,
+    base_url: Option<String>,
+    priority: Option<String>,
+) -> Result<(), ServerFnError> {
+    let priority = match given(priority) {
+        None => None,
+        Some(p) => Some(p.parse::<i32>().map_err(|_| {
+            ssr::fail(
+                "/providers",
+                crate::backend::BackendError::Invalid(vec![crate::types::FieldError::new(
+                    "priority",
+                    "must be a whole number",
+                )]),
+            )
+        })?),
+    };
+    let input = crate::types::CreateConnection {
+        provider,
+        name,
+        api_key: given(api_key),
+        base_url: given(base_url),
+        priority,
+        ..Default::default()
+    };
+    ssr::backend()?.create_connection(input).await.map(drop).map_err(|e| ssr::fail("/providers", e))
+}
+
+#[server(prefix = "/sfn", endpoint = "set_connection_active")]
+pub async fn set_connection_active(id: String, active: bool) -> Result<(), ServerFnError> {
+    let input = crate::types::UpdateConnection { is_active: Some(active), ..Default::default() };
+    ssr::backend()?.update_connection(&id, input).await.map(drop).map_err(|e| ssr::fail("/providers", e))
+}
+
+#[server(prefix = "/sfn", endpoint = "update_connection")]
+pub async fn edit_connection(
+    id: String,
+    name: Option<String>,
+    api_key: Option<String>,
+    base_url: Option<String>,
+    priority: Option<String>,
+) -> Result<(), ServerFnError> {
+    let priority = given(priority).and_then(|p| p.parse::<i32>().ok());
+    let input = crate::types::UpdateConnection {
+        name: given(name),
+        api_key: given(api_key),
+        base_url: given(base_url).map(Some),
+        priority,
+        ..Default::default()
+    };
+    ssr::backend()?.update_connection(&id, input).await.map(drop).map_err(|e| ssr::fail("/providers", e))
+}
+
+#[server(prefix = "/sfn", endpoint = "delete_connection")]
+pub async fn delete_connection(id: String) -> Result<(), ServerFnError> {
+    ssr::backend()?.delete_connection(&id).await.map_err(|e| ssr::fail("/providers", e))
+}
+
+#[server(prefix = "/sfn", endpoint = "test_connection")]
+pub async fn test_connection(id: String) -> Result<ConnectionTestResult, ServerFnError> {
+    ssr::backend()?.test_connection(&id).await.map_err(|e| ssr::fail("/providers", e))
+}
+
+#[server(prefix = "/sfn", endpoint = "keys")]
+pub async fn get_keys() -> Result<ApiKeyList, ServerFnError> {
+    ssr::backend()?.list_keys().await.map_err(|e| ssr::fail("/keys", e))
+}
+
+#[server(prefix = "/sfn", endpoint = "create_key")]
+pub async fn create_key(name: String, management: Option<String>) -> Result<CreatedApiKey, ServerFnError> {
+    use crate::types::Scope;
+    let scopes = if management.is_some() { vec![Scope::Inference, Scope::Management] } else { vec![Scope::Inference] };
+    let input = crate::types::CreateApiKey { name, scopes: Some(scopes), allowed_connections: None };
+    let backend = ssr::backend()?;
+    let created = backend.create_key(input).await.map_err(|e| ssr::fail("/keys", e))?;
+    if ssr::is_form_post() {
+        // Without JS the page reloads: show the key once from the stash.
+        leptos_axum::redirect(&format!("/keys?created={}", created.id));
+        backend.stash_new_key(created.clone());
+    }
+    Ok(created)
+}
+
+#[server(prefix = "/sfn", endpoint = "new_key")]
+pub async fn take_new_key(id: String) -> Result<Option<CreatedApiKey>, ServerFnError> {
+    Ok(ssr::backend()?.take_new_key(&id))
+}
+
+#[server(prefix = "/sfn", endpoint = "revoke_key")]
+pub async fn revoke_key(id: String) -> Result<(), ServerFnError> {
+    ssr::backend()?.revoke_key(&id).await.map_err(|e| ssr::fail("/keys", e))
+}
+
+#[server(prefix = "/sfn", endpoint = "logs")]
+pub async fn get_logs(provider: Option<String>, status: Option<String>) -> Result<LogList, ServerFnError> {
+    let status = given(status).and_then(|s| s.parse::<i32>().ok());
+    ssr::backend()?.list_logs(given(provider), status, 200).await.map_err(|e| ssr::fail("/logs", e))
+}

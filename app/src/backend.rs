@@ -1,0 +1,60 @@
+//! What the dashboard's server functions need from the server. The server
+//! implements it with the same services the REST API uses and provides it
+//! as context, so the UI never has a second implementation of anything.
+
+use std::sync::Arc;
+
+use crate::types::{
+    ApiKeyList, CatalogEntry, ConnectionList, ConnectionTestResult, ConnectionView, CreateApiKey, CreateConnection,
+    CreatedApiKey, FieldError, LogList, UpdateConnection,
+};
+
+/// A failure a page can show.
+#[derive(Debug, Clone)]
+pub enum BackendError {
+    Invalid(Vec<FieldError>),
+    NotFound(String),
+    Unauthorized,
+    Internal,
+}
+
+impl std::fmt::Display for BackendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Invalid(errors) => {
+                let parts: Vec<String> = errors.iter().map(|e| format!("{}: {}", e.field, e.message)).collect();
+                write!(f, "{}", parts.join("; "))
+            }
+            Self::NotFound(what) => write!(f, "{what} not found"),
+            Self::Unauthorized => f.write_str("Please sign in again"),
+            Self::Internal => f.write_str("Internal error; see the server log"),
+        }
+    }
+}
+
+pub type BackendResult<T> = Result<T, BackendError>;
+
+#[async_trait::async_trait]
+pub trait Backend: Send + Sync + 'static {
+    /// Checks the admin password; on success the `Set-Cookie` value.
+    async fn login(&self, password: &str) -> BackendResult<String>;
+    /// Ends the session of this `Cookie` header; the clearing `Set-Cookie`.
+    fn logout(&self, cookie_header: Option<&str>) -> String;
+    fn catalog(&self) -> Vec<CatalogEntry>;
+    async fn list_connections(&self) -> BackendResult<ConnectionList>;
+    async fn create_connection(&self, input: CreateConnection) -> BackendResult<ConnectionView>;
+    async fn update_connection(&self, id: &str, input: UpdateConnection) -> BackendResult<ConnectionView>;
+    async fn delete_connection(&self, id: &str) -> BackendResult<()>;
+    async fn test_connection(&self, id: &str) -> BackendResult<ConnectionTestResult>;
+    async fn list_keys(&self) -> BackendResult<ApiKeyList>;
+    async fn create_key(&self, input: CreateApiKey) -> BackendResult<CreatedApiKey>;
+    async fn revoke_key(&self, id: &str) -> BackendResult<()>;
+    /// Keeps a new key for one display after a plain form post.
+    fn stash_new_key(&self, created: CreatedApiKey);
+    /// The stashed key of `id`, once.
+    fn take_new_key(&self, id: &str) -> Option<CreatedApiKey>;
+    async fn list_logs(&self, provider: Option<String>, status: Option<i32>, limit: u64) -> BackendResult<LogList>;
+}
+
+/// The backend as the server provides it to the app.
+pub type SharedBackend = Arc<dyn Backend>;

@@ -1,0 +1,106 @@
+//! Reusable widgets: the app shell with navigation, banners, badges.
+
+use leptos::prelude::*;
+use leptos_router::{components::A, hooks::use_query_map};
+
+use crate::{api::Logout, types::ConnectionStatus};
+
+/// Every page of §U, in navigation order: (URL, label).
+pub const NAV: [(&str, &str); 9] = [
+    ("/monitoring/health", "Health"),
+    ("/monitoring/cooldowns", "Cooldown Manager"),
+    ("/providers", "Providers"),
+    ("/combos", "Combos"),
+    ("/keys", "API keys"),
+    ("/logs", "Logs"),
+    ("/settings/resilience", "Resilience"),
+    ("/settings/model-lockout", "Model Lockout"),
+    ("/login", "Login"),
+];
+
+/// The signed-in app shell: navigation, sign-out, and the page.
+#[component]
+pub fn Layout(title: &'static str, children: Children) -> impl IntoView {
+    let logout = ServerAction::<Logout>::new();
+    view! {
+        <div class="min-h-screen flex">
+            <nav class="w-56 bg-slate-900 text-slate-100 p-4 flex flex-col gap-1" aria-label="Main">
+                <div class="text-lg font-semibold mb-4">"OmniRoute"</div>
+                {NAV
+                    .iter()
+                    .filter(|(href, _)| *href != "/login")
+                    .map(|(href, label)| {
+                        view! {
+                            <A href=*href attr:class="px-2 py-1 rounded-md hover:bg-slate-700">
+                                {*label}
+                            </A>
+                        }
+                    })
+                    .collect_view()}
+                <ActionForm action=logout attr:class="mt-auto">
+                    <button type="submit" class="px-2 py-1 rounded-md hover:bg-slate-700 w-full text-left">
+                        "Sign out"
+                    </button>
+                </ActionForm>
+            </nav>
+            <main class="flex-1 p-6 max-w-6xl">
+                <h1 class="text-2xl font-semibold mb-4">{title}</h1>
+                <ErrorBanner />
+                {children()}
+            </main>
+        </div>
+    }
+}
+
+/// Shows `?error=` (set after a failed plain form post).
+#[component]
+pub fn ErrorBanner() -> impl IntoView {
+    let query = use_query_map();
+    move || {
+        query.read().get("error").map(|e| {
+            view! {
+                <p role="alert" class="mb-4 p-3 rounded-md bg-red-100 text-red-800">
+                    {e}
+                </p>
+            }
+        })
+    }
+}
+
+/// The error of the last run of an action, if it failed.
+pub fn action_error<I, O: Clone + Send + Sync + 'static>(action: ServerAction<I>) -> impl IntoView
+where
+    I: server_fn::ServerFn<Output = O> + Clone + Send + Sync + 'static,
+    I::Error: Clone + Send + Sync + std::fmt::Display + 'static,
+{
+    move || {
+        action.value().get().and_then(|r| r.err()).map(|e| {
+            view! {
+                <p role="alert" class="mb-4 p-3 rounded-md bg-red-100 text-red-800">
+                    {e.to_string()}
+                </p>
+            }
+        })
+    }
+}
+
+#[component]
+pub fn StatusBadge(status: ConnectionStatus) -> impl IntoView {
+    let class = match status {
+        ConnectionStatus::Active => "bg-green-100 text-green-800",
+        ConnectionStatus::Disabled => "bg-slate-200 text-slate-700",
+        ConnectionStatus::CoolingDown => "bg-amber-100 text-amber-800",
+        ConnectionStatus::Terminal => "bg-red-100 text-red-800",
+    };
+    view! {
+        <span class=format!("px-2 py-0.5 rounded-md text-xs font-medium {class}") data-status=status.label()>
+            {status.label()}
+        </span>
+    }
+}
+
+/// Fallback while a page's data loads.
+#[component]
+pub fn Loading() -> impl IntoView {
+    view! { <p class="text-slate-500">"Loading…"</p> }
+}

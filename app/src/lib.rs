@@ -1,0 +1,62 @@
+//! The OmniRoute dashboard (Leptos, SSR + hydration) and the types the
+//! dashboard and the server share. Pages call the server functions in
+//! [`api`], which call the [`backend::Backend`] the server provides.
+
+pub mod api;
+#[cfg(feature = "ssr")]
+pub mod backend;
+pub mod components;
+pub mod format;
+pub mod pages;
+pub mod types;
+
+use leptos::prelude::*;
+use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
+use leptos_router::{
+    SsrMode,
+    components::{Route, Router, Routes},
+    path,
+};
+
+/// The HTML document around the app (server side only).
+pub fn shell(options: LeptosOptions) -> impl IntoView {
+    view! {
+        <!DOCTYPE html>
+        <html lang="en">
+            <head>
+                <meta charset="utf-8" />
+                <meta name="viewport" content="width=device-width, initial-scale=1" />
+                <HydrationScripts options />
+                <MetaTags />
+            </head>
+            <body class="bg-slate-50 text-slate-900">
+                <App />
+            </body>
+        </html>
+    }
+}
+
+/// Every dashboard page, by its stable URL (SPEC §U). Pages render in
+/// `Async` mode: the HTML is complete without JavaScript (forms work as
+/// plain posts before hydration).
+#[component]
+pub fn App() -> impl IntoView {
+    provide_meta_context();
+    view! {
+        <Stylesheet id="app-css" href="/pkg/app.css" />
+        <Title text="OmniRoute" />
+        <Router>
+            <Routes fallback=|| view! { <pages::NotFound /> }>
+                <Route path=path!("/login") view=pages::login::LoginPage ssr=SsrMode::Async />
+                <Route path=path!("/providers") view=pages::providers::ProvidersPage ssr=SsrMode::Async />
+                <Route path=path!("/keys") view=pages::keys::KeysPage ssr=SsrMode::Async />
+                <Route path=path!("/logs") view=pages::logs::LogsPage ssr=SsrMode::Async />
+                <Route path=path!("/monitoring/health") view=pages::health::HealthPage ssr=SsrMode::Async />
+                <Route path=path!("/combos") view=pages::later::CombosPage ssr=SsrMode::Async />
+                <Route path=path!("/settings/resilience") view=pages::later::ResiliencePage ssr=SsrMode::Async />
+                <Route path=path!("/settings/model-lockout") view=pages::later::ModelLockoutPage ssr=SsrMode::Async />
+                <Route path=path!("/monitoring/cooldowns") view=pages::later::CooldownsPage ssr=SsrMode::Async />
+            </Routes>
+        </Router>
+    }
+}

@@ -1,0 +1,38 @@
+//! `/login`: the single admin password.
+
+use leptos::prelude::*;
+
+use crate::{
+    api::Login,
+    components::{ErrorBanner, action_error},
+};
+
+#[component]
+pub fn LoginPage() -> impl IntoView {
+    let login = ServerAction::<Login>::new();
+    view! {
+        <main class="min-h-screen flex items-center justify-center">
+            <div class="w-80 bg-white p-6 rounded-md shadow-sm">
+                <h1 class="text-xl font-semibold mb-4">"OmniRoute sign in"</h1>
+                <ErrorBanner />
+                {action_error(login)}
+                <ActionForm action=login>
+                    <label class="block mb-2 text-sm" for="password">
+                        "Admin password"
+                    </label>
+                    <input
+                        id="password"
+                        name="password"
+                        type="password"
+                        required
+                        autocomplete="current-password"
+                        class="w-full border border-slate-300 rounded-md px-2 py-1 mb-4"
+                    />
+                    <button type="submit" class="w-full bg-indigo-600 text-white rounded-md py-1">
+                        "Sign in"
+                    </button>
+                </ActionForm>
+            </div>
+        </main>
+    }
+}

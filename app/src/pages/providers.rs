@@ -1,0 +1,208 @@
+//! `/providers`: the catalog and every connection — add, edit, test,
+//! enable/disable, delete. Credentials are write-only and shown masked.
+
+use leptos::prelude::*;
+
+use crate::{
+    api::{
+        AddConnection, DeleteConnection, EditConnection, SetConnectionActive, TestConnection, get_catalog,
+        get_connections,
+    },
+    components::{Layout, Loading, StatusBadge, action_error},
+    types::{CatalogEntry, ConnectionView},
+};
+
+const INPUT: &str = "border border-slate-300 rounded-md px-2 py-1";
+const BUTTON: &str = "px-2 py-1 rounded-md border border-slate-300 bg-white hover:bg-slate-100 text-sm";
+
+#[component]
+pub fn ProvidersPage() -> impl IntoView {
+    let add = ServerAction::<AddConnection>::new();
+    let edit = ServerAction::<EditConnection>::new();
+    let toggle = ServerAction::<SetConnectionActive>::new();
+    let delete = ServerAction::<DeleteConnection>::new();
+    let test = ServerAction::<TestConnection>::new();
+    let catalog = Resource::new(|| (), |_| get_catalog());
+    let connections = Resource::new(
+        move || {
+            (
+                add.version().get(),
+                edit.version().get(),
+                toggle.version().get(),
+                delete.version().get(),
+                test.version().get(),
+            )
+        },
+        |_| get_connections(),
+    );
+    let actions = RowActions { edit, toggle, delete, test };
+    view! {
+        <Layout title="Providers">
+            {action_error(add)}
+            {action_error(edit)}
+            {action_error(toggle)}
+            {action_error(delete)}
+            {action_error(test)}
+            <TestResult test />
+            <section class="mb-6 bg-white p-4 rounded-md shadow-sm">
+                <h2 class="font-semibold mb-2">"Add a connection"</h2>
+                <ActionForm action=add attr:class="flex flex-wrap gap-2 items-end" attr:data-testid="add-connection">
+                    <label class="flex flex-col text-sm">
+                        "Provider"
+                        <Transition fallback=Loading>
+                            {move || Suspend::new(async move {
+                                let entries = catalog.await.unwrap_or_default();
+                                view! { <ProviderSelect entries /> }
+                            })}
+                        </Transition>
+                    </label>
+                    <label class="flex flex-col text-sm">
+                        "Name"
+                        <input name="name" required class=INPUT />
+                    </label>
+                    <label class="flex flex-col text-sm">
+                        "API key"
+                        <input name="api_key" type="password" autocomplete="off" class=INPUT />
+                    </label>
+                    <label class="flex flex-col text-sm">
+                        "Base URL (optional)"
+                        <input name="base_url" placeholder="https://…" class=INPUT />
+                    </label>
+                    <label class="flex flex-col text-sm">
+                        "Priority"
+                        <input name="priority" type="number" min="0" value="0" class=format!("{INPUT} w-20") />
+                    </label>
+                    <button type="submit" class="px-3 py-1 rounded-md bg-indigo-600 text-white">
+                        "Add"
+                    </button>
+                </ActionForm>
+            </section>
+            <Transition fallback=Loading>
+                {move || Suspend::new(async move {
+                    match connections.await {
+                        Ok(list) => view! { <ConnectionTable rows=list.connections actions /> }.into_any(),
+                        Err(e) => view! { <p role="alert">{e.to_string()}</p> }.into_any(),
+                    }
+                })}
+            </Transition>
+        </Layout>
+    }
+}
+
+#[component]
+fn ProviderSelect(entries: Vec<CatalogEntry>) -> impl IntoView {
+    view! {
+        <select name="provider" class=INPUT required>
+            {entries
+                .into_iter()
+                .map(|p| {
+                    let label = format!("{} ({})", p.name, p.category.as_str());
+                    view! { <option value=p.id>{label}</option> }
+                })
+                .collect_view()}
+        </select>
+    }
+}
+
+/// The result of the last live test run from this page (with JS).
+#[component]
+fn TestResult(test: ServerAction<TestConnection>) -> impl IntoView {
+    move || {
+        test.value().get().and_then(|r| r.ok()).map(|r| {
+            let text = if r.ok {
+                format!("Test passed: HTTP {} in {} ms, {} model(s).", r.status, r.latency_ms, r.models.len())
+            } else {
+                format!("Test failed: {}", r.error.unwrap_or_default())
+            };
+            view! {
+                <p role="status" data-testid="test-result" class="mb-4 p-3 rounded-md bg-slate-100">
+                    {text}
+                </p>
+            }
+        })
+    }
+}
+
+#[derive(Clone, Copy)]
+struct RowActions {
+    edit: ServerAction<EditConnection>,
+    toggle: ServerAction<SetConnectionActive>,
+    delete: ServerAction<DeleteConnection>,
+    test: ServerAction<TestConnection>,
+}
+
+#[component]
+fn ConnectionTable(rows: Vec<ConnectionView>, actions: RowActions) -> impl IntoView {
+    if rows.is_empty() {
+        return view! { <p class="text-slate-500">"No connections yet. Add one above."</p> }.into_any();
+    }
+    view! {
+        <table class="w-full bg-white rounded-md shadow-sm text-sm" data-testid="connections">
+            <thead>
+                <tr class="text-left border-b border-slate-200">
+                    <th class="p-2">"Provider"</th>
+                    <th class="p-2">"Name"</th>
+                    <th class="p-2">"Key"</th>
+                    <th class="p-2">"Priority"</th>
+                    <th class="p-2">"Status"</th>
+                    <th class="p-2">"Last test"</th>
+                    <th class="p-2">"Actions"</th>
+                </tr>
+            </thead>
+            <tbody>
+                {rows.into_iter().map(|c| view! { <ConnectionRow c actions /> }).collect_view()}
+            </tbody>
+        </table>
+    }
+    .into_any()
+}
+
+#[component]
+fn ConnectionRow(c: ConnectionView, actions: RowActions) -> impl IntoView {
+    let last_test = match (&c.test_status, &c.last_error) {
+        (Some(s), Some(e)) => format!("{s}: {e}"),
+        (Some(s), None) => s.clone(),
+        (None, _) => "never".to_owned(),
+    };
+    let active = c.is_active;
+    // Each form's children own their copy of the id.
+    let [id_test, id_toggle, id_delete, id_edit] = std::array::from_fn(|_| c.id.clone());
+    view! {
+        <tr class="border-b border-slate-100 align-top" data-connection-id=c.id.clone()>
+            <td class="p-2">{c.provider.clone()}</td>
+            <td class="p-2">{c.name.clone()}</td>
+            <td class="p-2 font-mono">{c.api_key_masked.clone().unwrap_or_else(|| "—".into())}</td>
+            <td class="p-2">{c.priority}</td>
+            <td class="p-2">
+                <StatusBadge status=c.status />
+            </td>
+            <td class="p-2 text-xs" data-testid="last-test">{last_test}</td>
+            <td class="p-2 flex flex-wrap gap-1">
+                <ActionForm action=actions.test>
+                    <input type="hidden" name="id" value=id_test />
+                    <button type="submit" class=BUTTON>"Test"</button>
+                </ActionForm>
+                <ActionForm action=actions.toggle>
+                    <input type="hidden" name="id" value=id_toggle />
+                    <input type="hidden" name="active" value=(!active).to_string() />
+                    <button type="submit" class=BUTTON>{if active { "Disable" } else { "Enable" }}</button>
+                </ActionForm>
+                <ActionForm action=actions.delete>
+                    <input type="hidden" name="id" value=id_delete />
+                    <button type="submit" class=format!("{BUTTON} text-red-700")>"Delete"</button>
+                </ActionForm>
+                <details>
+                    <summary class="cursor-pointer text-sm">"Edit"</summary>
+                    <ActionForm action=actions.edit attr:class="flex flex-col gap-1 mt-1">
+                        <input type="hidden" name="id" value=id_edit />
+                        <input name="name" value=c.name.clone() class=INPUT aria-label="Name" />
+                        <input name="api_key" type="password" placeholder="new API key (optional)" class=INPUT aria-label="New API key" />
+                        <input name="base_url" value=c.base_url.clone().unwrap_or_default() placeholder="base URL" class=INPUT aria-label="Base URL" />
+                        <input name="priority" type="number" min="0" value=c.priority.to_string() class=INPUT aria-label="Priority" />
+                        <button type="submit" class=BUTTON>"Save"</button>
+                    </ActionForm>
+                </details>
+            </td>
+        </tr>
+    }
+}

@@ -1,0 +1,362 @@
+//! Provider connections (one account / key of one provider) as the API
+//! accepts and returns them. Credentials are write-only: requests may carry
+//! `apiKey`/`accessToken`, responses only ever carry `apiKeyMasked`.
+
+use serde::{Deserialize, Deserializer, Serialize};
+use std::collections::BTreeMap;
+
+use super::validation::{Errors, FieldError};
+
+/// How a connection authenticates upstream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AuthType {
+    Apikey,
+    Oauth,
+    Local,
+}
+
+impl AuthType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Apikey => "apikey",
+            Self::Oauth => "oauth",
+            Self::Local => "local",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "apikey" => Some(Self::Apikey),
+            "oauth" => Some(Self::Oauth),
+            "local" => Some(Self::Local),
+            _ => None,
+        }
+    }
+}
+
+/// Per-connection limits that win over the global settings (§R5, §R4).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RateLimitOverrides {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrent: Option<u32>,
+    /// Exact upstream model id → concurrent request cap.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub model_concurrency: BTreeMap<String, u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_wait_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution_max_wait_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpm: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tpm: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_time_between_requests_ms: Option<u64>,
+}
+
+impl RateLimitOverrides {
+    fn validate(&self, errors: &mut Errors) {
+        if self.max_concurrent == Some(0) {
+            errors.push("rateLimitOverrides.maxConcurrent", "must be at least 1");
+        }
+        for (model, cap) in &self.model_concurrency {
+            if model.trim().is_empty() {
+                errors.push("rateLimitOverrides.modelConcurrency", "model ids must not be empty");
+            }
+            if *cap == 0 {
+                errors.push(&format!("rateLimitOverrides.modelConcurrency.{model}"), "must be a positive integer");
+            }
+        }
+        if self.rpm == Some(0) {
+            errors.push("rateLimitOverrides.rpm", "must be at least 1");
+        }
+    }
+}
+
+/// `POST /api/providers` body.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateConnection {
+    pub provider: String,
+    pub name: String,
+    #[serde(default)]
+    pub auth_type: Option<AuthType>,
+    #[serde(default)]
+    pub api_key: Option<String>,
+    #[serde(default)]
+    pub access_token: Option<String>,
+    #[serde(default)]
+    pub base_url: Option<String>,
+    #[serde(default)]
+    pub priority: Option<i32>,
+    #[serde(default)]
+    pub is_active: Option<bool>,
+    #[serde(default)]
+    pub max_concurrent: Option<u32>,
+    #[serde(default)]
+    pub rate_limit_overrides: Option<RateLimitOverrides>,
+    #[serde(default)]
+    pub provider_specific_data: Option<serde_json::Map<String, serde_json::Value>>,
+    #[serde(default)]
+    pub disable_cooling: Option<bool>,
+}
+
+/// Highest accepted `priority` (lower is tried first).
+pub const MAX_PRIORITY: i64 = 100_000;
+/// Longest accepted credential, in bytes.
+pub const MAX_CREDENTIAL_LEN: usize = 16 * 1024;
+
+impl CreateConnection {
+    /// Field checks that need no catalog; the server adds the provider check.
+    pub fn validate(&self) -> Result<(), Vec<FieldError>> {
+        let mut e = Errors::default();
+        e.text("provider", &self.provider, 64);
+        e.text("name", &self.name, 100);
+        check_common(
+            &mut e,
+            &CommonFields {
+                api_key: self.api_key.as_deref(),
+                access_token: self.access_token.as_deref(),
+                base_url: self.base_url.as_deref(),
+                priority: self.priority,
+                max_concurrent: self.max_concurrent.map(Some),
+                rate_limit_overrides: self.rate_limit_overrides.as_ref(),
+            },
+        );
+        e.into_result()
+    }
+}
+
+/// `PUT /api/providers/{id}` body: every field optional; `null` clears the
+/// nullable ones (`baseUrl`, `maxConcurrent`, `rateLimitOverrides`,
+/// `providerSpecificData`). The provider of a connection never changes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UpdateConnection {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub auth_type: Option<AuthType>,
+    #[serde(default)]
+    pub api_key: Option<String>,
+    #[serde(default)]
+    pub access_token: Option<String>,
+    #[serde(default, deserialize_with = "double_option")]
+    pub base_url: Option<Option<String>>,
+    #[serde(default)]
+    pub priority: Option<i32>,
+    #[serde(default)]
+    pub is_active: Option<bool>,
+    #[serde(default, deserialize_with = "double_option")]
+    pub max_concurrent: Option<Option<u32>>,
+    #[serde(default, deserialize_with = "double_option")]
+    pub rate_limit_overrides: Option<Option<RateLimitOverrides>>,
+    #[serde(default, deserialize_with = "double_option")]
+    pub provider_specific_data: Option<Option<serde_json::Map<String, serde_json::Value>>>,
+    #[serde(default)]
+    pub disable_cooling: Option<bool>,
+}
+
+impl UpdateConnection {
+    pub fn validate(&self) -> Result<(), Vec<FieldError>> {
+        let mut e = Errors::default();
+        if let Some(name) = &self.name {
+            e.text("name", name, 100);
+        }
+        check_common(
+            &mut e,
+            &CommonFields {
+                api_key: self.api_key.as_deref(),
+                access_token: self.access_token.as_deref(),
+                base_url: self.base_url.as_ref().and_then(|b| b.as_deref()),
+                priority: self.priority,
+                max_concurrent: self.max_concurrent,
+                rate_limit_overrides: self.rate_limit_overrides.as_ref().and_then(|r| r.as_ref()),
+            },
+        );
+        e.into_result()
+    }
+}
+
+/// The fields create and update share, borrowed for one validator.
+struct CommonFields<'a> {
+    api_key: Option<&'a str>,
+    access_token: Option<&'a str>,
+    base_url: Option<&'a str>,
+    priority: Option<i32>,
+    max_concurrent: Option<Option<u32>>,
+    rate_limit_overrides: Option<&'a RateLimitOverrides>,
+}
+
+fn check_common(e: &mut Errors, f: &CommonFields<'_>) {
+    for (field, value) in [("apiKey", f.api_key), ("accessToken", f.access_token)] {
+        if let Some(v) = value {
+            if v.trim().is_empty() {
+                e.push(field, "must not be empty");
+            } else if v.len() > MAX_CREDENTIAL_LEN {
+                e.push(field, format!("must be at most {MAX_CREDENTIAL_LEN} bytes"));
+            } else if v.chars().any(|c| c.is_control()) {
+                e.push(field, "must not contain control characters");
+            }
+        }
+    }
+    if let Some(url) = f.base_url {
+        e.base_url("baseUrl", url);
+    }
+    if let Some(p) = f.priority {
+        e.range("priority", i64::from(p), 0, MAX_PRIORITY);
+    }
+    if let Some(Some(0)) = f.max_concurrent {
+        e.push("maxConcurrent", "must be at least 1 (omit it for unlimited)");
+    }
+    if let Some(r) = f.rate_limit_overrides {
+        r.validate(e);
+    }
+}
+
+/// Distinguishes "field absent" (`None`) from "field is null" (`Some(None)`).
+fn double_option<'de, T, D>(de: D) -> Result<Option<Option<T>>, D::Error>
+where
+    T: Deserialize<'de>,
+    D: Deserializer<'de>,
+{
+    Option::<T>::deserialize(de).map(Some)
+}
+
+/// The live status badge of a connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConnectionStatus {
+    Active,
+    Disabled,
+    CoolingDown,
+    Terminal,
+}
+
+impl ConnectionStatus {
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Active => "active",
+            Self::Disabled => "disabled",
+            Self::CoolingDown => "cooling down",
+            Self::Terminal => "terminal",
+        }
+    }
+}
+
+/// A connection as every API response shows it — never the credential.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConnectionView {
+    pub id: String,
+    pub provider: String,
+    pub name: String,
+    pub auth_type: AuthType,
+    pub base_url: Option<String>,
+    /// `…` + the last 4 characters of the credential, or `None` without one.
+    pub api_key_masked: Option<String>,
+    pub priority: i32,
+    pub is_active: bool,
+    pub max_concurrent: Option<u32>,
+    pub rate_limit_overrides: Option<RateLimitOverrides>,
+    pub rate_limit_protection: Option<bool>,
+    pub disable_cooling: bool,
+    pub provider_specific_data: Option<serde_json::Map<String, serde_json::Value>>,
+    pub status: ConnectionStatus,
+    pub test_status: Option<String>,
+    pub last_error: Option<String>,
+    pub last_error_type: Option<String>,
+    /// Epoch milliseconds; in the past means eligible again.
+    pub rate_limited_until: Option<i64>,
+    pub backoff_level: i32,
+    pub terminal_status: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// `GET /api/providers` answer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConnectionList {
+    pub connections: Vec<ConnectionView>,
+    pub total: usize,
+}
+
+/// `POST /api/providers/{id}/test` answer: a live check of the credential.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConnectionTestResult {
+    pub ok: bool,
+    /// Upstream HTTP status; 0 when the request never got an answer.
+    pub status: u16,
+    pub latency_ms: u64,
+    pub models: Vec<String>,
+    pub error: Option<String>,
+}
+
+/// The masked form of a credential: `…` + its last 4 characters.
+pub fn mask_secret(secret: &str) -> String {
+    let tail: String = secret.chars().rev().take(4).collect::<Vec<_>>().into_iter().rev().collect();
+    format!("…{tail}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn valid() -> CreateConnection {
+        CreateConnection {
+            provider: "openai".into(),
+            name: "main".into(),
+            api_key: Some("sk-test-1234".into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn valid_create_passes() {
+        assert_eq!(valid().validate(), Ok(()));
+    }
+
+    #[test]
+    fn create_reports_each_bad_field() {
+        let bad = CreateConnection {
+            name: " ".into(),
+            base_url: Some("ftp://x".into()),
+            priority: Some(-1),
+            max_concurrent: Some(0),
+            ..valid()
+        };
+        let fields: Vec<_> = bad.validate().unwrap_err().into_iter().map(|e| e.field).collect();
+        assert_eq!(fields, ["name", "baseUrl", "priority", "maxConcurrent"]);
+    }
+
+    #[test]
+    fn unknown_fields_are_rejected() {
+        let err =
+            serde_json::from_str::<CreateConnection>(r#"{"provider":"openai","name":"x","apiKy":"k"}"#).unwrap_err();
+        assert!(err.to_string().contains("apiKy"), "{err}");
+    }
+
+    #[test]
+    fn update_distinguishes_null_from_absent() {
+        let u: UpdateConnection = serde_json::from_str(r#"{"baseUrl":null}"#).unwrap();
+        assert_eq!(u.base_url, Some(None));
+        assert_eq!(u.max_concurrent, None);
+    }
+
+    #[test]
+    fn model_concurrency_caps_must_be_positive() {
+        let u: UpdateConnection =
+            serde_json::from_str(r#"{"rateLimitOverrides":{"modelConcurrency":{"glm-5":0}}}"#).unwrap();
+        let errs = u.validate().unwrap_err();
+        assert_eq!(errs[0].field, "rateLimitOverrides.modelConcurrency.glm-5");
+    }
+
+    #[test]
+    fn mask_keeps_only_last_four() {
+        assert_eq!(mask_secret("sk-abcdef123456"), "…3456");
+        assert_eq!(mask_secret("ab"), "…ab");
+    }
+}

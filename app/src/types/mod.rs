@@ -1,0 +1,15 @@
+//! DTOs shared by the dashboard and the server: what the management API
+//! accepts and returns, with the validation rules both sides run. No leptos,
+//! no IO — so the same checks run in the browser and on the server.
+
+pub mod api_key;
+pub mod catalog;
+pub mod connection;
+pub mod logs;
+pub mod validation;
+
+pub use api_key::*;
+pub use catalog::*;
+pub use connection::*;
+pub use logs::*;
+pub use validation::*;

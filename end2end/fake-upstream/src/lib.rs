@@ -1,0 +1,271 @@
+//! A scriptable fake LLM provider for tests, e2e and benches. It speaks
+//! OpenAI chat, Anthropic messages, Responses and Gemini (JSON and SSE),
+//! lists models, and follows scripted rules (status, headers, body,
+//! latency, stalls, dropped connections, slow trickle). It records every
+//! request so tests can assert what the gateway sent upstream.
+//!
+//! Control API (for the binary and the browser tests):
+//! `POST /_control/rules` (a [`Rule`]), `DELETE /_control/rules`,
+//! `GET /_control/requests`, `DELETE /_control/requests`.
+
+mod responses;
+mod script;
+
+pub use responses::{DEFAULT_CONTENT, MODELS};
+pub use script::Rule;
+
+use axum::{
+    Json, Router,
+    body::{Body, Bytes},
+    extract::State,
+    http::{HeaderMap, Method, StatusCode, Uri, header},
+    response::{IntoResponse, Response},
+    routing::{delete, get, post},
+};
+use futures_util::stream::{self, StreamExt};
+use parking_lot::Mutex;
+use responses::Kind;
+use script::{RequestFacts, Script};
+use serde::Serialize;
+use std::{collections::BTreeMap, collections::VecDeque, net::SocketAddr, sync::Arc, time::Duration};
+use tokio::net::TcpListener;
+
+/// Most requests the log keeps (oldest dropped first).
+const REQUEST_LOG_CAP: usize = 10_000;
+
+/// One request as the fake received it.
+#[derive(Clone, Debug, Serialize)]
+pub struct RecordedRequest {
+    pub method: String,
+    pub path: String,
+    pub query: Option<String>,
+    /// Lower-cased header names.
+    pub headers: BTreeMap<String, String>,
+    pub body: String,
+}
+
+#[derive(Default)]
+struct Shared {
+    script: Script,
+    log: Mutex<VecDeque<RecordedRequest>>,
+    record: bool,
+}
+
+/// A running fake upstream on a loopback port; stops when dropped.
+pub struct FakeUpstream {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    _shutdown: tokio::sync::oneshot::Sender<()>,
+}
+
+impl FakeUpstream {
+    /// Starts on an ephemeral loopback port, recording requests.
+    pub async fn start() -> anyhow::Result<Self> {
+        Self::start_on("127.0.0.1:0".parse()?, true).await
+    }
+
+    /// Starts on `addr`; `record = false` skips the request log (benches).
+    pub async fn start_on(addr: SocketAddr, record: bool) -> anyhow::Result<Self> {
+        let listener = TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared { record, ..Default::default() });
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let app = router(shared.clone());
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(async {
+                    let _ = rx.await;
+                })
+                .await;
+        });
+        Ok(Self { addr, shared, _shutdown: tx })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:<port>`
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Adds a rule; the newest matching rule wins.
+    pub fn push_rule(&self, rule: Rule) {
+        self.shared.script.push(rule);
+    }
+
+    pub fn clear_rules(&self) {
+        self.shared.script.clear();
+    }
+
+    /// Every recorded request, oldest first.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.shared.log.lock().iter().cloned().collect()
+    }
+
+    /// Recorded requests whose path starts with `prefix`.
+    pub fn count(&self, prefix: &str) -> usize {
+        self.shared.log.lock().iter().filter(|r| r.path.starts_with(prefix)).count()
+    }
+}
+
+fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/_control/rules", post(add_rule).delete(clear_rules))
+        .route("/_control/requests", get(list_requests))
+        .route("/_control/requests", delete(clear_requests))
+        .fallback(serve)
+        .with_state(shared)
+}
+
+async fn add_rule(State(s): State<Arc<Shared>>, Json(rule): Json<Rule>) -> StatusCode {
+    s.script.push(rule);
+    StatusCode::NO_CONTENT
+}
+
+async fn clear_rules(State(s): State<Arc<Shared>>) -> StatusCode {
+    s.script.clear();
+    StatusCode::NO_CONTENT
+}
+
+async fn list_requests(State(s): State<Arc<Shared>>) -> Json<Vec<RecordedRequest>> {
+    Json(s.log.lock().iter().cloned().collect())
+}
+
+async fn clear_requests(State(s): State<Arc<Shared>>) -> StatusCode {
+    s.log.lock().clear();
+    StatusCode::NO_CONTENT
+}
+
+/// The credential a request carries, in any of the providers' styles.
+fn credential<'a>(headers: &'a HeaderMap, query: Option<&'a str>) -> Option<&'a str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()))
+        .or_else(|| headers.get("x-goog-api-key").and_then(|v| v.to_str().ok()))
+        .or_else(|| query?.split('&').find_map(|kv| kv.strip_prefix("key=")))
+}
+
+/// The model a request asks for: body `model`, or the Gemini URL segment.
+fn requested_model(path: &str, body: &serde_json::Value) -> Option<String> {
+    if let Some(m) = body.get("model").and_then(|m| m.as_str()) {
+        return Some(m.to_owned());
+    }
+    let rest = path.split("/models/").nth(1)?;
+    Some(rest.split(':').next()?.to_owned())
+}
+
+async fn serve(State(s): State<Arc<Shared>>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    let path = uri.path();
+    let query = uri.query();
+    if s.record {
+        record(&s, &method, path, query, &headers, &body);
+    }
+    let Some(kind) = Kind::from_path(path) else {
+        return (StatusCode::NOT_FOUND, Json(serde_json::json!({"error": {"message": "no such route"}})))
+            .into_response();
+    };
+    let json: serde_json::Value = serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
+    let model = requested_model(path, &json).unwrap_or_else(|| "fake-model".into());
+    let facts = RequestFacts { path, model: Some(&model), api_key: credential(&headers, query) };
+    let rule = s.script.take(&facts).unwrap_or_default();
+    if rule.latency_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(rule.latency_ms)).await;
+    }
+    let status = StatusCode::from_u16(rule.status.unwrap_or(200)).unwrap_or(StatusCode::OK);
+    let streaming =
+        path.contains(":streamGenerateContent") || json.get("stream").and_then(|v| v.as_bool()).unwrap_or(false);
+    let content = rule.content.clone().unwrap_or_else(|| DEFAULT_CONTENT.to_owned());
+
+    let (frames, content_type) = if let Some(b) = &rule.body {
+        let text = match b {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        (vec![Bytes::from(text)], "application/json")
+    } else if !status.is_success() {
+        (vec![Bytes::from(responses::error_body(kind, status.as_u16()).to_string())], "application/json")
+    } else if matches!(kind, Kind::Models | Kind::GeminiModels) {
+        (vec![Bytes::from(responses::models_body(kind).to_string())], "application/json")
+    } else if streaming {
+        (responses::stream_frames(kind, &model, &content, body.len()), "text/event-stream")
+    } else {
+        (vec![Bytes::from(responses::json_body(kind, &model, &content, body.len()).to_string())], "application/json")
+    };
+
+    let mut response = Response::builder().status(status).header(header::CONTENT_TYPE, content_type);
+    for (k, v) in &rule.headers {
+        response = response.header(k.as_str(), v.as_str());
+    }
+    let body = scripted_body(frames, &rule);
+    response.body(body).unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+/// Turns the frames into a body that follows the rule's stall / drop /
+/// trickle instructions.
+fn scripted_body(frames: Vec<Bytes>, rule: &Rule) -> Body {
+    if rule.stall_after_chunks.is_none() && rule.drop_after_chunks.is_none() && rule.trickle_ms == 0 {
+        return if frames.len() == 1 {
+            Body::from(frames.into_iter().next().unwrap_or_default())
+        } else {
+            Body::from_stream(stream::iter(frames.into_iter().map(Ok::<_, std::io::Error>)))
+        };
+    }
+    let frames = split_single(frames);
+    let stall = rule.stall_after_chunks.map(|n| n as usize);
+    let drop_at = rule.drop_after_chunks.map(|n| n as usize);
+    let trickle = Duration::from_millis(rule.trickle_ms);
+    let stream = stream::unfold((frames.into_iter(), 0usize), move |(mut it, i)| async move {
+        if drop_at == Some(i) {
+            // Return Pending once so the server flushes the frames already
+            // written: the client sees them, then the connection drop.
+            tokio::task::yield_now().await;
+            return Some((Err(std::io::Error::other("fake-upstream: connection dropped")), (it, usize::MAX)));
+        }
+        if i == usize::MAX {
+            return None;
+        }
+        if stall == Some(i) {
+            std::future::pending::<()>().await;
+        }
+        if i > 0 && !trickle.is_zero() {
+            tokio::time::sleep(trickle).await;
+        }
+        let next = it.next()?;
+        Some((Ok(next), (it, i + 1)))
+    });
+    Body::from_stream(stream.boxed())
+}
+
+/// A single JSON body is split in two so a drop can land mid-body.
+fn split_single(frames: Vec<Bytes>) -> Vec<Bytes> {
+    match <[Bytes; 1]>::try_from(frames) {
+        Ok([one]) if one.len() > 1 => {
+            let mid = one.len() / 2;
+            vec![one.slice(..mid), one.slice(mid..)]
+        }
+        Ok([one]) => vec![one],
+        Err(frames) => frames,
+    }
+}
+
+fn record(s: &Shared, method: &Method, path: &str, query: Option<&str>, headers: &HeaderMap, body: &Bytes) {
+    let entry = RecordedRequest {
+        method: method.to_string(),
+        path: path.to_owned(),
+        query: query.map(str::to_owned),
+        headers: headers
+            .iter()
+            .map(|(k, v)| (k.as_str().to_owned(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+            .collect(),
+        body: String::from_utf8_lossy(body).into_owned(),
+    };
+    let mut log = s.log.lock();
+    if log.len() >= REQUEST_LOG_CAP {
+        log.pop_front();
+    }
+    log.push_back(entry);
+}

@@ -1,0 +1,46 @@
+import { test, expect } from '@playwright/test';
+import { ADMIN_PASSWORD, FAKE } from './helpers';
+
+// Every action must work as a plain form post before hydration.
+test.use({ javaScriptEnabled: false });
+
+test('login, add/disable/delete a connection and create/revoke a key without JavaScript', async ({ page }) => {
+  await page.goto('/login');
+  await page.getByLabel('Admin password').fill(ADMIN_PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await expect(page).toHaveURL(/\/monitoring\/health$/);
+
+  await page.goto('/providers');
+  const form = page.getByTestId('add-connection');
+  await form.locator('select[name=provider]').selectOption('deepseek');
+  await form.locator('input[name=name]').fill('nojs-deepseek');
+  await form.locator('input[name=api_key]').fill('sk-nojs-1234');
+  await form.locator('input[name=base_url]').fill(`${FAKE}/v1`);
+  await form.getByRole('button', { name: 'Add' }).click();
+  await expect(page).toHaveURL(/\/providers\??$/);
+  const row = page.locator('tr', { hasText: 'nojs-deepseek' });
+  await expect(row).toContainText('…1234');
+
+  // A server-side validation error comes back as a banner.
+  await form.locator('select[name=provider]').selectOption('openai-compatible');
+  await form.locator('input[name=name]').fill('needs-url');
+  await form.getByRole('button', { name: 'Add' }).click();
+  await expect(page.getByRole('alert')).toContainText('baseUrl');
+  await expect(page.locator('tr', { hasText: 'needs-url' })).toHaveCount(0);
+
+  await row.getByRole('button', { name: 'Disable' }).click();
+  await expect(page.locator('tr', { hasText: 'nojs-deepseek' }).locator('[data-status]')).toHaveText('disabled');
+  await page.locator('tr', { hasText: 'nojs-deepseek' }).getByRole('button', { name: 'Delete' }).click();
+  await expect(page.locator('tr', { hasText: 'nojs-deepseek' })).toHaveCount(0);
+
+  await page.goto('/keys');
+  await page.getByTestId('create-key').locator('input[name=name]').fill('nojs-key');
+  await page.getByRole('button', { name: 'Create' }).click();
+  await expect(page).toHaveURL(/\/keys\?created=/);
+  await expect(page.getByTestId('new-key')).toContainText('omr-');
+  // Shown once: a reload no longer shows it.
+  await page.reload();
+  await expect(page.getByTestId('new-key')).toHaveCount(0);
+  await page.locator('tr', { hasText: 'nojs-key' }).getByRole('button', { name: 'Revoke' }).click();
+  await expect(page.locator('tr', { hasText: 'nojs-key' })).toHaveCount(0);
+});

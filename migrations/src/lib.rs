@@ -1,0 +1,19 @@
+//! Database schema for OmniRoute-RS. The server applies these on start
+//! (`Migrator::up`), and `omniroute migrate` applies them explicitly.
+//!
+//! Timestamps are stored as epoch milliseconds (`BIGINT`) so SQLite and
+//! Postgres compare them the same way and the engine never parses dates.
+
+pub use sea_orm_migration::prelude::*;
+
+mod m0001_initial;
+
+/// Every migration, oldest first.
+pub struct Migrator;
+
+#[async_trait::async_trait]
+impl MigratorTrait for Migrator {
+    fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+        vec![Box::new(m0001_initial::Migration)]
+    }
+}

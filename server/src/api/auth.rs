@@ -1,0 +1,45 @@
+//! `POST /api/auth/login` `{password}` → session cookie; `POST /api/auth/logout`.
+
+use axum::{
+    Json,
+    extract::State,
+    http::{HeaderMap, StatusCode, header::SET_COOKIE},
+    response::{IntoResponse, Response},
+};
+use serde::Deserialize;
+use std::sync::Arc;
+
+use super::{error::ApiError, json::StrictJson};
+use crate::{
+    auth::{guard::session_token, password, sessions},
+    db::now_ms,
+    state::AppState,
+};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Login {
+    password: String,
+}
+
+pub async fn login(
+    State(state): State<Arc<AppState>>,
+    StrictJson(body): StrictJson<Login>,
+) -> Result<Response, ApiError> {
+    if !password::check(&state.db, &body.password)
+        .await
+        .map_err(|e| ApiError::from(crate::services::ServiceError::Db(e)))?
+    {
+        tracing::warn!("admin login failed");
+        return Err(ApiError::Unauthorized);
+    }
+    let token = state.sessions.create(now_ms());
+    Ok(([(SET_COOKIE, sessions::set_cookie(&token))], Json(serde_json::json!({"ok": true}))).into_response())
+}
+
+pub async fn logout(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    if let Some(t) = session_token(&headers) {
+        state.sessions.revoke(t);
+    }
+    (StatusCode::OK, [(SET_COOKIE, sessions::clear_cookie())], Json(serde_json::json!({"ok": true}))).into_response()
+}

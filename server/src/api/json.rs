@@ -1,0 +1,71 @@
+//! `StrictJson<T>`: the JSON body extractor of the management API. Bad JSON,
+//! wrong types and unknown fields become a 400 naming the field.
+
+use app::types::FieldError;
+use axum::{
+    body::Bytes,
+    extract::{FromRequest, Request},
+    http::{StatusCode, header::CONTENT_TYPE},
+};
+use serde::de::DeserializeOwned;
+
+use super::error::ApiError;
+
+pub struct StrictJson<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for StrictJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let is_json = req
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| ct.starts_with("application/json"));
+        if !is_json {
+            return Err(ApiError::Body(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "Content-Type must be application/json".into(),
+            ));
+        }
+        let bytes = Bytes::from_request(req, state).await.map_err(|e| ApiError::Body(e.status(), e.body_text()))?;
+        parse(&bytes).map(StrictJson)
+    }
+}
+
+/// Parses `bytes` as `T`, naming the failing field on error.
+pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let de = &mut serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        // The path already ends with an unknown field's name.
+        let field = match e.path().to_string() {
+            p if p == "." || p == "?" => "body".to_owned(),
+            p => p,
+        };
+        ApiError::Invalid(vec![FieldError::new(field, e.inner().to_string())])
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use app::types::CreateConnection;
+
+    fn details(body: &str) -> Vec<FieldError> {
+        match parse::<CreateConnection>(body.as_bytes()) {
+            Err(ApiError::Invalid(d)) => d,
+            other => panic!("expected a 400, got {other:?}", other = other.map(|_| ())),
+        }
+    }
+
+    #[test]
+    fn names_unknown_and_mistyped_fields() {
+        assert_eq!(details(r#"{"provider":"openai","name":"x","apiKy":"k"}"#)[0].field, "apiKy");
+        assert_eq!(details(r#"{"provider":"openai","name":"x","priority":"high"}"#)[0].field, "priority");
+        assert_eq!(
+            details(r#"{"provider":"openai","name":"x","rateLimitOverrides":{"rpn":1}}"#)[0].field,
+            "rateLimitOverrides.rpn"
+        );
+        assert_eq!(details("{oops")[0].field, "body");
+    }
+}

@@ -1,0 +1,39 @@
+//! `GET /api/logs?limit&provider&status&since` (newest first).
+
+use app::types::{FieldError, LogList};
+use axum::{
+    Json,
+    extract::{Query, State},
+};
+use serde::Deserialize;
+use std::sync::Arc;
+
+use super::error::ApiError;
+use crate::{
+    db::logs::LogFilter,
+    services::logs::{self, DEFAULT_LIMIT, MAX_LIMIT},
+    state::AppState,
+};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogQuery {
+    limit: Option<u64>,
+    provider: Option<String>,
+    status: Option<i32>,
+    /// Epoch ms.
+    since: Option<i64>,
+}
+
+pub async fn list(
+    State(state): State<Arc<AppState>>,
+    q: Result<Query<LogQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<LogList>, ApiError> {
+    let Query(q) = q.map_err(|e| ApiError::Invalid(vec![FieldError::new("query", e.body_text())]))?;
+    let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
+    if limit == 0 || limit > MAX_LIMIT {
+        return Err(ApiError::Invalid(vec![FieldError::new("limit", format!("must be between 1 and {MAX_LIMIT}"))]));
+    }
+    let filter = LogFilter { limit, provider: q.provider.filter(|p| !p.is_empty()), status: q.status, since: q.since };
+    Ok(Json(logs::list(&state, filter).await?))
+}

@@ -1,0 +1,35 @@
+//! The `/api/*` management REST API. Handlers extract and delegate to
+//! `services`; every route but login needs an admin (guard).
+
+pub mod auth;
+pub mod error;
+pub mod json;
+pub mod keys;
+pub mod logs;
+pub mod providers;
+
+use axum::{
+    Router,
+    middleware::from_fn_with_state,
+    routing::{delete, get, post},
+};
+use std::sync::Arc;
+
+use crate::{auth::guard::require_admin, state::AppState};
+
+pub fn router(state: &Arc<AppState>) -> Router<Arc<AppState>> {
+    let protected = Router::new()
+        .route("/api/providers/catalog", get(providers::catalog))
+        .route("/api/providers", get(providers::list).post(providers::create))
+        .route("/api/providers/{id}", get(providers::get).put(providers::update).delete(providers::delete))
+        .route("/api/providers/{id}/test", post(providers::test))
+        .route("/api/keys", get(keys::list).post(keys::create))
+        .route("/api/keys/{id}", delete(keys::revoke))
+        .route("/api/logs", get(logs::list))
+        .layer(from_fn_with_state(state.clone(), require_admin));
+    Router::new()
+        .route("/api/auth/login", post(auth::login))
+        .route("/api/auth/logout", post(auth::logout))
+        .merge(protected)
+        .fallback(error::not_found)
+}

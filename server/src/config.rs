@@ -1,0 +1,207 @@
+//! Command line and environment → [`Config`]. This is the one place that
+//! reads the environment; it reads it through a map so tests can set it.
+//! Precedence for each setting: flag > env > built-in default.
+
+use clap::{Args, Parser, Subcommand};
+use std::{collections::HashMap, path::PathBuf, time::Duration};
+
+pub const DEFAULT_HOST: &str = "127.0.0.1";
+pub const DEFAULT_PORT: u16 = 20128;
+pub const DEFAULT_DATA_DIR: &str = "./data";
+/// Time to establish an upstream TCP/TLS connection (`FETCH_CONNECT_TIMEOUT_MS`).
+pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 30_000;
+/// Time until the upstream response starts (`FETCH_TIMEOUT_MS`).
+pub const DEFAULT_FETCH_TIMEOUT_MS: u64 = 600_000;
+/// How long shutdown waits for in-flight requests and streams.
+pub const DEFAULT_SHUTDOWN_GRACE_MS: u64 = 30_000;
+/// Rows of `proxy_logs` kept; older ones are pruned.
+pub const DEFAULT_LOG_RETENTION_ROWS: u64 = 100_000;
+/// Largest accepted request body on `/v1/*`.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
+
+#[derive(Parser, Debug)]
+#[command(name = "omniroute", version, about = "Self-hosted, resilient LLM gateway")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub opts: Flags,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the gateway (the default).
+    Serve,
+    /// Apply database migrations and exit.
+    Migrate,
+    /// Set a new admin password (generated unless given) and print it.
+    ResetPassword {
+        /// The new password; generated and printed when absent.
+        #[arg(long)]
+        password: Option<String>,
+    },
+}
+
+/// Flags shared by every command.
+#[derive(Args, Debug, Default, Clone)]
+pub struct Flags {
+    /// Listen address [env: OMNIROUTE_HOST] [default: 127.0.0.1]
+    #[arg(long, global = true)]
+    pub host: Option<String>,
+    /// Listen port [env: PORT] [default: 20128]
+    #[arg(long, global = true)]
+    pub port: Option<u16>,
+    /// Data directory: SQLite file, secret key file [env: DATA_DIR] [default: ./data]
+    #[arg(long, global = true)]
+    pub data_dir: Option<PathBuf>,
+    /// sqlite://… or postgres://… [env: DATABASE_URL] [default: sqlite://<data-dir>/omniroute.db]
+    #[arg(long, global = true)]
+    pub database_url: Option<String>,
+    /// Dashboard assets [env: OMNIROUTE_SITE_ROOT] [default: ./site next to the binary, else target/site]
+    #[arg(long, global = true)]
+    pub site_root: Option<PathBuf>,
+}
+
+/// Everything the server needs to start, resolved once.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub host: String,
+    pub port: u16,
+    pub data_dir: PathBuf,
+    pub database_url: String,
+    pub site_root: PathBuf,
+    pub initial_password: Option<String>,
+    pub secret_key: Option<String>,
+    pub management_key: Option<String>,
+    pub log_filter: String,
+    pub log_json: bool,
+    pub connect_timeout: Duration,
+    pub fetch_timeout: Duration,
+    pub shutdown_grace: Duration,
+    pub log_retention_rows: u64,
+    pub max_body_bytes: usize,
+}
+
+/// A problem with a flag or env value, named so the user can fix it.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid value for {name}: {value:?} ({reason})")]
+pub struct ConfigError {
+    pub name: &'static str,
+    pub value: String,
+    pub reason: &'static str,
+}
+
+impl Config {
+    /// Resolves flags over `env` over defaults.
+    pub fn resolve(flags: &Flags, env: &HashMap<String, String>) -> Result<Self, ConfigError> {
+        let get = |k: &str| env.get(k).filter(|v| !v.is_empty()).cloned();
+        let data_dir = flags
+            .data_dir
+            .clone()
+            .or_else(|| get("DATA_DIR").map(PathBuf::from))
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
+        let database_url = flags
+            .database_url
+            .clone()
+            .or_else(|| get("DATABASE_URL"))
+            .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("omniroute.db").display()));
+        let port = match flags.port {
+            Some(p) => p,
+            None => parse_env(env, "PORT", DEFAULT_PORT)?,
+        };
+        Ok(Self {
+            host: flags.host.clone().or_else(|| get("OMNIROUTE_HOST")).unwrap_or_else(|| DEFAULT_HOST.into()),
+            port,
+            site_root: flags
+                .site_root
+                .clone()
+                .or_else(|| get("OMNIROUTE_SITE_ROOT").map(PathBuf::from))
+                .unwrap_or_else(default_site_root),
+            data_dir,
+            database_url,
+            initial_password: get("INITIAL_PASSWORD"),
+            secret_key: get("OMNIROUTE_SECRET_KEY"),
+            management_key: get("OMNIROUTE_MANAGEMENT_KEY"),
+            log_filter: get("OMNIROUTE_LOG").unwrap_or_else(|| "info".into()),
+            log_json: get("OMNIROUTE_LOG_FORMAT").is_some_and(|f| f.eq_ignore_ascii_case("json")),
+            connect_timeout: Duration::from_millis(parse_env(
+                env,
+                "FETCH_CONNECT_TIMEOUT_MS",
+                DEFAULT_CONNECT_TIMEOUT_MS,
+            )?),
+            fetch_timeout: Duration::from_millis(parse_env(env, "FETCH_TIMEOUT_MS", DEFAULT_FETCH_TIMEOUT_MS)?),
+            shutdown_grace: Duration::from_millis(parse_env(
+                env,
+                "OMNIROUTE_SHUTDOWN_GRACE_MS",
+                DEFAULT_SHUTDOWN_GRACE_MS,
+            )?),
+            log_retention_rows: parse_env(env, "OMNIROUTE_LOG_RETENTION_ROWS", DEFAULT_LOG_RETENTION_ROWS)?,
+            max_body_bytes: parse_env(env, "OMNIROUTE_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES)?,
+        })
+    }
+
+    /// The config tests start from: a private data dir, defaults elsewhere.
+    pub fn for_data_dir(data_dir: PathBuf) -> Self {
+        let flags = Flags { data_dir: Some(data_dir), ..Flags::default() };
+        // Defaults only: no env value can be invalid.
+        Self::resolve(&flags, &HashMap::new()).unwrap_or_else(|e| unreachable!("{e}"))
+    }
+}
+
+fn parse_env<T: std::str::FromStr>(
+    env: &HashMap<String, String>,
+    name: &'static str,
+    default: T,
+) -> Result<T, ConfigError> {
+    match env.get(name).filter(|v| !v.is_empty()) {
+        None => Ok(default),
+        Some(v) => v.trim().parse().map_err(|_| ConfigError {
+            name,
+            value: v.clone(),
+            reason: "expected a non-negative integer",
+        }),
+    }
+}
+
+/// `site/` next to the installed binary when present, else the build output.
+fn default_site_root() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|dir| dir.join("site")))
+        .filter(|p| p.join("pkg").is_dir())
+        .unwrap_or_else(|| PathBuf::from("target/site"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn defaults_apply_without_flags_or_env() {
+        let c = Config::resolve(&Flags::default(), &HashMap::new()).unwrap();
+        assert_eq!((c.host.as_str(), c.port), (DEFAULT_HOST, DEFAULT_PORT));
+        assert_eq!(c.database_url, "sqlite://./data/omniroute.db");
+        assert_eq!(c.fetch_timeout, Duration::from_millis(600_000));
+    }
+
+    #[test]
+    fn env_beats_default_and_flag_beats_env() {
+        let e = env(&[("PORT", "9000"), ("DATA_DIR", "/tmp/x"), ("OMNIROUTE_HOST", "0.0.0.0")]);
+        let c = Config::resolve(&Flags::default(), &e).unwrap();
+        assert_eq!((c.port, c.host.as_str()), (9000, "0.0.0.0"));
+        assert_eq!(c.database_url, "sqlite:///tmp/x/omniroute.db");
+        let flags = Flags { port: Some(1234), database_url: Some("postgres://db/x".into()), ..Flags::default() };
+        let c = Config::resolve(&flags, &e).unwrap();
+        assert_eq!((c.port, c.database_url.as_str()), (1234, "postgres://db/x"));
+    }
+
+    #[test]
+    fn bad_env_numbers_are_named() {
+        let err = Config::resolve(&Flags::default(), &env(&[("FETCH_TIMEOUT_MS", "soon")])).unwrap_err();
+        assert_eq!(err.name, "FETCH_TIMEOUT_MS");
+    }
+}

@@ -1,0 +1,41 @@
+//! The `provider_connections` table.
+
+use super::entities::provider_connection;
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, DatabaseConnection, DbErr, EntityTrait, IntoActiveModel, QueryFilter, QueryOrder,
+};
+
+pub use provider_connection::Model as ConnectionRow;
+
+/// Every connection, in routing order: priority, then age.
+pub async fn list(db: &DatabaseConnection, provider: Option<&str>) -> Result<Vec<ConnectionRow>, DbErr> {
+    let mut q = provider_connection::Entity::find();
+    if let Some(p) = provider {
+        q = q.filter(provider_connection::Column::Provider.eq(p));
+    }
+    q.order_by_asc(provider_connection::Column::Priority)
+        .order_by_asc(provider_connection::Column::CreatedAt)
+        .all(db)
+        .await
+}
+
+pub async fn get(db: &DatabaseConnection, id: &str) -> Result<Option<ConnectionRow>, DbErr> {
+    provider_connection::Entity::find_by_id(id.to_owned()).one(db).await
+}
+
+pub async fn insert(db: &DatabaseConnection, row: ConnectionRow) -> Result<(), DbErr> {
+    provider_connection::Entity::insert(provider_connection::ActiveModel::from(row)).exec(db).await?;
+    Ok(())
+}
+
+/// Writes every column of `row` (an edited copy of a stored row).
+pub async fn save(db: &DatabaseConnection, row: ConnectionRow) -> Result<(), DbErr> {
+    row.into_active_model().reset_all().update(db).await?;
+    Ok(())
+}
+
+/// Deletes the connection; `false` when no such connection existed.
+pub async fn delete(db: &DatabaseConnection, id: &str) -> Result<bool, DbErr> {
+    let res = provider_connection::Entity::delete_by_id(id.to_owned()).exec(db).await?;
+    Ok(res.rows_affected > 0)
+}

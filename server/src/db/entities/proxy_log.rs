@@ -1,0 +1,27 @@
+use sea_orm::entity::prelude::*;
+
+#[sea_orm::model]
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "proxy_logs")]
+pub struct Model {
+    #[sea_orm(primary_key)]
+    pub id: i64,
+    pub created_at: i64,
+    pub request_id: String,
+    pub endpoint: String,
+    pub provider: String,
+    pub connection_id: Option<String>,
+    pub model: String,
+    pub status: i32,
+    pub latency_ms: i64,
+    pub ttfb_ms: Option<i64>,
+    pub stream: bool,
+    pub prompt_tokens: Option<i64>,
+    pub completion_tokens: Option<i64>,
+    pub cached_tokens: Option<i64>,
+    pub error_kind: Option<String>,
+    pub error_message: Option<String>,
+    pub egress_ip: Option<String>,
+}
+
+impl ActiveModelBehavior for ActiveModel {}

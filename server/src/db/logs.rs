@@ -1,0 +1,62 @@
+//! The `proxy_logs` table: batch inserts from the write-behind sink,
+//! filtered reads for the API, and count-bounded retention.
+
+use super::entities::proxy_log;
+use sea_orm::{
+    ColumnTrait, DatabaseConnection, DbErr, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
+};
+
+pub use proxy_log::Model as LogRecord;
+
+/// Filters of `GET /api/logs`.
+#[derive(Debug, Default, Clone)]
+pub struct LogFilter {
+    pub limit: u64,
+    pub provider: Option<String>,
+    pub status: Option<i32>,
+    /// Epoch ms; only rows at or after it.
+    pub since: Option<i64>,
+}
+
+pub async fn insert_batch(db: &DatabaseConnection, rows: Vec<proxy_log::ActiveModel>) -> Result<(), DbErr> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    proxy_log::Entity::insert_many(rows).exec(db).await?;
+    Ok(())
+}
+
+/// Newest first.
+pub async fn list(db: &DatabaseConnection, f: &LogFilter) -> Result<Vec<LogRecord>, DbErr> {
+    let mut q = proxy_log::Entity::find();
+    if let Some(p) = &f.provider {
+        q = q.filter(proxy_log::Column::Provider.eq(p.as_str()));
+    }
+    if let Some(s) = f.status {
+        q = q.filter(proxy_log::Column::Status.eq(s));
+    }
+    if let Some(since) = f.since {
+        q = q.filter(proxy_log::Column::CreatedAt.gte(since));
+    }
+    q.order_by_desc(proxy_log::Column::Id).limit(f.limit).all(db).await
+}
+
+/// Deletes all but the newest `keep` rows; returns how many went.
+pub async fn prune(db: &DatabaseConnection, keep: u64) -> Result<u64, DbErr> {
+    let total = proxy_log::Entity::find().count(db).await?;
+    if total <= keep {
+        return Ok(0);
+    }
+    let cutoff: Option<i64> = proxy_log::Entity::find()
+        .select_only()
+        .column(proxy_log::Column::Id)
+        .order_by_desc(proxy_log::Column::Id)
+        .offset(keep)
+        .limit(1)
+        .into_tuple()
+        .one(db)
+        .await?;
+    let Some(cutoff) = cutoff else { return Ok(0) };
+    let res = proxy_log::Entity::delete_many().filter(proxy_log::Column::Id.lte(cutoff)).exec(db).await?;
+    Ok(res.rows_affected)
+}

@@ -1,0 +1,37 @@
+//! Persistence: the connection, migrations, and one repository per table.
+//! Queries live here only; services call repositories.
+
+pub mod api_keys;
+pub mod connections;
+pub mod entities;
+pub mod logs;
+pub mod settings;
+
+use migrations::{Migrator, MigratorTrait};
+use sea_orm::{ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbBackend, DbErr};
+use std::time::Duration;
+
+/// Opens the database at `url` (SQLite file or Postgres) and applies every
+/// pending migration. SQLite files are created when missing and run in WAL
+/// mode so the write-behind log writer does not block dashboard reads.
+pub async fn connect(url: &str) -> Result<DatabaseConnection, DbErr> {
+    let url = if url.starts_with("sqlite:") && !url.contains("mode=") {
+        let sep = if url.contains('?') { '&' } else { '?' };
+        format!("{url}{sep}mode=rwc")
+    } else {
+        url.to_owned()
+    };
+    let mut opts = ConnectOptions::new(url);
+    opts.max_connections(8).min_connections(1).connect_timeout(Duration::from_secs(10)).sqlx_logging(false);
+    let db = Database::connect(opts).await?;
+    if db.get_database_backend() == DbBackend::Sqlite {
+        db.execute_unprepared("PRAGMA journal_mode=WAL").await?;
+    }
+    Migrator::up(&db, None).await?;
+    Ok(db)
+}
+
+/// Milliseconds since the Unix epoch, the unit of every stored timestamp.
+pub fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}

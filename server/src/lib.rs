@@ -1,0 +1,116 @@
+//! OmniRoute-RS: one axum binary serving the `/v1/*` proxy endpoints for
+//! coding agents, the `/api/*` management API and the Leptos dashboard.
+
+pub mod api;
+pub mod auth;
+pub mod config;
+pub mod db;
+pub mod proxy;
+pub mod request_log;
+pub mod routing;
+pub mod services;
+pub mod state;
+pub mod upstream;
+pub mod web;
+
+use anyhow::Context;
+use axum::Router;
+use std::{future::Future, sync::Arc, time::Instant};
+use tokio::net::TcpListener;
+
+use crate::{
+    auth::{api_keys::KeyRegistry, password, secrets::SecretBox, sessions::SessionStore},
+    config::Config,
+    request_log::LogSink,
+    routing::registry::ConnectionRegistry,
+    state::AppState,
+    upstream::executor::Executor,
+};
+
+/// Opens the database (applying migrations), ensures an admin password,
+/// and loads the in-memory registries. Prints a generated password once.
+pub async fn build_state(config: Config) -> anyhow::Result<Arc<AppState>> {
+    if config.database_url.starts_with("sqlite:") {
+        std::fs::create_dir_all(&config.data_dir)
+            .with_context(|| format!("creating data dir {}", config.data_dir.display()))?;
+    }
+    let db = db::connect(&config.database_url).await.context("opening the database")?;
+    let secrets = SecretBox::load(config.secret_key.as_deref(), &config.data_dir)?;
+    if let Some(generated) = password::ensure_initial(&db, config.initial_password.as_deref()).await? {
+        println!(
+            "\n  OmniRoute admin password (shown once): {generated}\n  Change it with `omniroute reset-password`.\n"
+        );
+    }
+    let executor = Executor::new(config.connect_timeout, config.fetch_timeout).context("building the HTTP client")?;
+    let state = Arc::new(AppState {
+        logs: LogSink::spawn(db.clone(), config.log_retention_rows),
+        keys: KeyRegistry::default(),
+        connections: ConnectionRegistry::default(),
+        sessions: SessionStore::default(),
+        started_at: Instant::now(),
+        executor,
+        secrets,
+        db,
+        config,
+    });
+    state.keys.reload(&state.db).await?;
+    state.connections.reload(&state.db, &state.secrets).await?;
+    Ok(state)
+}
+
+/// Every route of the binary.
+pub fn router(state: Arc<AppState>) -> Router {
+    let web = web::router(&state);
+    Router::new().merge(proxy::router(&state)).merge(api::router(&state)).with_state(state).merge(web)
+}
+
+/// Serves until `shutdown` resolves, then stops accepting, lets in-flight
+/// requests and streams finish for at most the configured grace period,
+/// and flushes the write-behind request log.
+pub async fn serve(
+    state: Arc<AppState>,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
+    let mut graceful_rx = stop_rx.clone();
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+    });
+    let app = router(state.clone());
+    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
+        let _ = graceful_rx.wait_for(|s| *s).await;
+        tracing::info!("shutting down: no new connections; waiting for in-flight requests");
+    });
+    let grace = state.config.shutdown_grace;
+    tokio::select! {
+        res = server => res.context("serving")?,
+        _ = async {
+            let _ = stop_rx.wait_for(|s| *s).await;
+            tokio::time::sleep(grace).await;
+        } => tracing::warn!(grace_ms = grace.as_millis() as u64, "grace period over; closing remaining connections"),
+    }
+    state.logs.flush().await;
+    tracing::info!("shutdown complete");
+    Ok(())
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+}

@@ -1,0 +1,99 @@
+//! Errors to `/v1` clients in the OpenAI envelope
+//! `{"error":{"message","type","code","param"}}`. Every 429 and 503 carries
+//! `Retry-After` (seconds, at least 1): a 429 without it is fatal to Codex.
+
+use axum::{
+    Json,
+    http::{HeaderValue, StatusCode, header::RETRY_AFTER},
+    response::{IntoResponse, Response},
+};
+use serde_json::json;
+
+use super::context::SELECTED_CONNECTION;
+
+#[derive(Debug, Clone)]
+pub struct ProxyError {
+    pub status: StatusCode,
+    pub message: String,
+    /// OpenAI error `type`.
+    pub kind: &'static str,
+    pub code: &'static str,
+    pub param: Option<&'static str>,
+    /// Seconds; `None` on a 429/503 still sends `Retry-After: 1`.
+    pub retry_after: Option<u64>,
+    /// The last connection tried, for `X-OmniRoute-Selected-Connection-Id`.
+    pub connection_id: Option<String>,
+}
+
+impl ProxyError {
+    pub fn new(status: StatusCode, kind: &'static str, code: &'static str, message: impl Into<String>) -> Self {
+        Self { status, message: message.into(), kind, code, param: None, retry_after: None, connection_id: None }
+    }
+
+    /// 400 naming the offending field.
+    pub fn bad_field(param: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            param: Some(param),
+            ..Self::new(StatusCode::BAD_REQUEST, "invalid_request_error", "invalid_request", message)
+        }
+    }
+
+    pub fn missing_key() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "invalid_request_error",
+            "missing_api_key",
+            "Missing API key: send Authorization: Bearer <key> or x-api-key",
+        )
+    }
+
+    pub fn invalid_key() -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "invalid_request_error", "invalid_api_key", "Invalid API key")
+    }
+
+    pub fn forbidden(message: &str) -> Self {
+        Self::new(StatusCode::FORBIDDEN, "invalid_request_error", "insufficient_scope", message)
+    }
+}
+
+impl IntoResponse for ProxyError {
+    fn into_response(self) -> Response {
+        let mut error = json!({"message": self.message, "type": self.kind, "code": self.code});
+        if let Some(p) = self.param {
+            error["param"] = json!(p);
+        }
+        let retry_after = matches!(self.status.as_u16(), 429 | 503).then(|| self.retry_after.unwrap_or(1).max(1));
+        if let Some(s) = retry_after {
+            error["retry_after"] = json!(s);
+        }
+        let mut resp = (self.status, Json(json!({"error": error}))).into_response();
+        if let Some(s) = retry_after {
+            resp.headers_mut().insert(RETRY_AFTER, HeaderValue::from(s));
+        }
+        if let Some(v) = self.connection_id.and_then(|id| HeaderValue::from_str(&id).ok()) {
+            resp.headers_mut().insert(SELECTED_CONNECTION, v);
+        }
+        resp
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_429_and_503_carries_retry_after() {
+        for status in [StatusCode::TOO_MANY_REQUESTS, StatusCode::SERVICE_UNAVAILABLE] {
+            let resp = ProxyError::new(status, "server_error", "x", "m").into_response();
+            assert_eq!(resp.headers()[RETRY_AFTER], "1");
+        }
+        let resp = ProxyError {
+            retry_after: Some(30),
+            ..ProxyError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", "x", "m")
+        }
+        .into_response();
+        assert_eq!(resp.headers()[RETRY_AFTER], "30");
+        let resp = ProxyError::bad_field("model", "missing").into_response();
+        assert!(resp.headers().get(RETRY_AFTER).is_none());
+    }
+}

@@ -1,0 +1,29 @@
+//! The `/v1/*` surface coding agents call. Handlers parse and validate;
+//! `dispatch` runs the attempt loop; `stream` passes SSE through unbuffered.
+
+pub mod chat;
+pub mod context;
+pub mod dispatch;
+pub mod errors;
+pub mod models;
+pub mod stream;
+pub mod usage;
+
+use axum::{
+    Router,
+    extract::DefaultBodyLimit,
+    middleware::{from_fn, from_fn_with_state},
+    routing::{get, post},
+};
+use std::sync::Arc;
+
+use crate::{auth::guard::require_client_key, state::AppState};
+
+pub fn router(state: &Arc<AppState>) -> Router<Arc<AppState>> {
+    Router::new()
+        .route("/v1/chat/completions", post(chat::handle))
+        .route("/v1/models", get(models::list))
+        .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
+        .layer(from_fn_with_state(state.clone(), require_client_key))
+        .layer(from_fn(context::request_context))
+}

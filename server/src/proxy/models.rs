@@ -1,0 +1,20 @@
+//! `GET /v1/models`: every routable `provider/model` id.
+
+use axum::{Json, extract::State};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+use crate::state::AppState;
+
+pub async fn list(State(state): State<Arc<AppState>>) -> Json<Value> {
+    let snapshot = state.connections.snapshot();
+    let data: Vec<Value> = snapshot
+        .active_providers()
+        .flat_map(|p| {
+            p.models
+                .iter()
+                .map(move |m| json!({"id": format!("{}/{m}", p.id), "object": "model", "created": 0, "owned_by": p.id}))
+        })
+        .collect();
+    Json(json!({"object": "list", "data": data}))
+}

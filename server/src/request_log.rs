@@ -1,0 +1,130 @@
+//! Write-behind request log. The proxy hands each attempt's row to a
+//! bounded channel (never awaiting the database); one task batches rows
+//! into `proxy_logs`, prunes to the retention bound, and acknowledges
+//! flushes (used at shutdown and by tests). When the channel is full, rows
+//! are dropped and counted rather than slowing requests down.
+
+use sea_orm::{ActiveValue::Set, DatabaseConnection, NotSet};
+use std::sync::{
+    Arc,
+    atomic::{AtomicU64, Ordering},
+};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::db::{self, entities::proxy_log};
+
+/// Rows buffered before new ones are dropped.
+const CHANNEL_CAPACITY: usize = 8192;
+/// Most rows written in one INSERT.
+const BATCH_MAX: usize = 512;
+/// Prune after this many rows were written since the last prune.
+const PRUNE_EVERY: u64 = 1000;
+
+/// One upstream attempt, as the proxy reports it.
+#[derive(Debug, Clone, Default)]
+pub struct AttemptRecord {
+    pub created_at: i64,
+    pub request_id: String,
+    pub endpoint: &'static str,
+    pub provider: &'static str,
+    pub connection_id: Option<String>,
+    pub model: String,
+    pub status: u16,
+    pub latency_ms: i64,
+    pub ttfb_ms: Option<i64>,
+    pub stream: bool,
+    pub prompt_tokens: Option<i64>,
+    pub completion_tokens: Option<i64>,
+    pub cached_tokens: Option<i64>,
+    pub error_kind: Option<&'static str>,
+    pub error_message: Option<String>,
+}
+
+enum Msg {
+    Row(Box<AttemptRecord>),
+    Flush(oneshot::Sender<()>),
+}
+
+#[derive(Clone)]
+pub struct LogSink {
+    tx: mpsc::Sender<Msg>,
+    dropped: Arc<AtomicU64>,
+}
+
+impl LogSink {
+    /// Starts the writer task.
+    pub fn spawn(db: DatabaseConnection, retention_rows: u64) -> Self {
+        let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
+        tokio::spawn(writer(db, rx, retention_rows));
+        Self { tx, dropped: Arc::new(AtomicU64::new(0)) }
+    }
+
+    /// Queues a row without waiting; drops it when the queue is full.
+    pub fn record(&self, row: AttemptRecord) {
+        if self.tx.try_send(Msg::Row(Box::new(row))).is_err() {
+            let n = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+            if n.is_power_of_two() {
+                tracing::warn!(dropped = n, "request log queue full; rows dropped");
+            }
+        }
+    }
+
+    /// Waits until every row queued before this call is in the database.
+    pub async fn flush(&self) {
+        let (ack, done) = oneshot::channel();
+        if self.tx.send(Msg::Flush(ack)).await.is_ok() {
+            let _ = done.await;
+        }
+    }
+}
+
+async fn writer(db: DatabaseConnection, mut rx: mpsc::Receiver<Msg>, retention_rows: u64) {
+    let mut since_prune = 0u64;
+    while let Some(first) = rx.recv().await {
+        let mut rows = Vec::new();
+        let mut acks = Vec::new();
+        let mut next = Some(first);
+        while let Some(msg) = next {
+            match msg {
+                Msg::Row(r) => rows.push(to_active(*r)),
+                Msg::Flush(ack) => acks.push(ack),
+            }
+            next = if rows.len() < BATCH_MAX { rx.try_recv().ok() } else { None };
+        }
+        since_prune += rows.len() as u64;
+        if let Err(e) = db::logs::insert_batch(&db, rows).await {
+            tracing::error!(error = %e, "writing request log rows failed");
+        }
+        if since_prune >= PRUNE_EVERY {
+            since_prune = 0;
+            if let Err(e) = db::logs::prune(&db, retention_rows).await {
+                tracing::error!(error = %e, "pruning request log failed");
+            }
+        }
+        for ack in acks {
+            let _ = ack.send(());
+        }
+    }
+}
+
+fn to_active(r: AttemptRecord) -> proxy_log::ActiveModel {
+    proxy_log::ActiveModel {
+        id: NotSet,
+        created_at: Set(r.created_at),
+        request_id: Set(r.request_id),
+        endpoint: Set(r.endpoint.to_owned()),
+        provider: Set(r.provider.to_owned()),
+        connection_id: Set(r.connection_id),
+        model: Set(r.model),
+        status: Set(i32::from(r.status)),
+        latency_ms: Set(r.latency_ms),
+        ttfb_ms: Set(r.ttfb_ms),
+        stream: Set(r.stream),
+        prompt_tokens: Set(r.prompt_tokens),
+        completion_tokens: Set(r.completion_tokens),
+        cached_tokens: Set(r.cached_tokens),
+        error_kind: Set(r.error_kind.map(str::to_owned)),
+        error_message: Set(r.error_message),
+        egress_ip: Set(None),
+    }
+}

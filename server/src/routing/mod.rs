@@ -1,0 +1,5 @@
+//! Which connections may serve a request: the live connection registry
+//! (memory, reloaded on every change) and model addressing.
+
+pub mod registry;
+pub mod resolve;

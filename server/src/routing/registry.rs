@@ -1,0 +1,115 @@
+//! The live connection registry: every active connection with its
+//! decrypted credential, grouped by provider in routing order. The proxy
+//! reads it lock-free (`ArcSwap`); management changes rebuild it from the
+//! database. The hot path never touches the database.
+
+use arc_swap::ArcSwap;
+use sea_orm::{DatabaseConnection, DbErr};
+use std::{collections::HashMap, fmt, sync::Arc};
+
+use crate::{
+    auth::secrets::SecretBox,
+    db::connections,
+    upstream::catalog::{self, Provider},
+};
+
+/// A credential held in memory; `Debug` never shows it.
+#[derive(Clone)]
+pub struct Credential(pub String);
+
+impl fmt::Debug for Credential {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Credential(<redacted>)")
+    }
+}
+
+/// One usable connection as the proxy sees it.
+#[derive(Debug)]
+pub struct LiveConnection {
+    pub id: String,
+    pub provider: &'static Provider,
+    pub name: String,
+    /// The connection's override, else the provider default; no trailing `/`.
+    pub base_url: String,
+    pub credential: Option<Credential>,
+    pub priority: i32,
+}
+
+/// An immutable view of every routable connection.
+#[derive(Default, Debug)]
+pub struct Snapshot {
+    by_provider: HashMap<&'static str, Vec<Arc<LiveConnection>>>,
+}
+
+impl Snapshot {
+    /// Groups connections (already in routing order) by provider.
+    pub fn from_live(conns: impl IntoIterator<Item = LiveConnection>) -> Self {
+        let mut by_provider: HashMap<&'static str, Vec<Arc<LiveConnection>>> = HashMap::new();
+        for c in conns {
+            by_provider.entry(c.provider.id).or_default().push(Arc::new(c));
+        }
+        Self { by_provider }
+    }
+
+    /// Active connections of `provider` in routing order (priority, age).
+    pub fn candidates(&self, provider: &str) -> &[Arc<LiveConnection>] {
+        self.by_provider.get(provider).map(Vec::as_slice).unwrap_or_default()
+    }
+
+    /// Providers with at least one active connection.
+    pub fn active_providers(&self) -> impl Iterator<Item = &'static Provider> + '_ {
+        catalog::all().iter().filter(|p| self.by_provider.contains_key(p.id))
+    }
+}
+
+#[derive(Default)]
+pub struct ConnectionRegistry {
+    snapshot: ArcSwap<Snapshot>,
+}
+
+impl ConnectionRegistry {
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.snapshot.load_full()
+    }
+
+    /// Rebuilds the snapshot from the database. Connections whose
+    /// credential cannot be decrypted or that lack a base URL are left out
+    /// with a warning (never with the secret).
+    pub async fn reload(&self, db: &DatabaseConnection, secrets: &SecretBox) -> Result<(), DbErr> {
+        let mut live = Vec::new();
+        for row in connections::list(db, None).await? {
+            if !row.is_active {
+                continue;
+            }
+            let Some(provider) = catalog::find(&row.provider) else {
+                tracing::warn!(connection_id = %row.id, provider = %row.provider, "connection of an unknown provider skipped");
+                continue;
+            };
+            let credential = match row.credential_enc.as_deref().map(|c| secrets.decrypt(c)) {
+                None => None,
+                Some(Ok(plain)) => Some(Credential(plain)),
+                Some(Err(e)) => {
+                    tracing::warn!(connection_id = %row.id, error = %e, "connection skipped");
+                    continue;
+                }
+            };
+            let base_url =
+                row.base_url.as_deref().unwrap_or(provider.default_base_url).trim_end_matches('/').to_owned();
+            if base_url.is_empty() {
+                tracing::warn!(connection_id = %row.id, "connection without a base URL skipped");
+                continue;
+            }
+            live.push(LiveConnection {
+                id: row.id,
+                provider,
+                name: row.name,
+                base_url,
+                credential,
+                priority: row.priority,
+            });
+        }
+        // Rows arrive in routing order already; grouping keeps it.
+        self.snapshot.store(Arc::new(Snapshot::from_live(live)));
+        Ok(())
+    }
+}

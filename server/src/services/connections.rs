@@ -1,0 +1,252 @@
+//! Connections CRUD and the live test.
+
+use app::types::{
+    AuthType, Category, ConnectionList, ConnectionStatus, ConnectionTestResult, ConnectionView, CreateConnection,
+    RateLimitOverrides, UpdateConnection, mask_secret,
+};
+use std::time::Instant;
+
+use super::ServiceError;
+use crate::{
+    db::{
+        connections::{self, ConnectionRow},
+        now_ms,
+    },
+    routing::registry::{Credential, LiveConnection},
+    state::AppState,
+    upstream::catalog,
+};
+
+pub async fn list(state: &AppState, provider: Option<&str>) -> Result<ConnectionList, ServiceError> {
+    let now = now_ms();
+    let connections: Vec<ConnectionView> =
+        connections::list(&state.db, provider).await?.into_iter().map(|r| view(r, now)).collect();
+    Ok(ConnectionList { total: connections.len(), connections })
+}
+
+pub async fn get(state: &AppState, id: &str) -> Result<ConnectionView, ServiceError> {
+    Ok(view(find(state, id).await?, now_ms()))
+}
+
+pub async fn create(state: &AppState, input: CreateConnection) -> Result<ConnectionView, ServiceError> {
+    input.validate().map_err(ServiceError::Invalid)?;
+    let provider = catalog::find(input.provider.trim()).ok_or_else(|| {
+        ServiceError::field(
+            "provider",
+            format!("unknown provider {:?}; see GET /api/providers/catalog", input.provider),
+        )
+    })?;
+    if provider.default_base_url.is_empty() && input.base_url.as_deref().is_none_or(str::is_empty) {
+        return Err(ServiceError::field(
+            "baseUrl",
+            format!("provider {} has no default base URL; set baseUrl", provider.id),
+        ));
+    }
+    let auth_type = input.auth_type.unwrap_or(match provider.category {
+        Category::Local => AuthType::Local,
+        Category::Oauth => AuthType::Oauth,
+        Category::Apikey => AuthType::Apikey,
+    });
+    let secret = input.api_key.as_deref().or(input.access_token.as_deref());
+    let now = now_ms();
+    let row = ConnectionRow {
+        id: uuid::Uuid::new_v4().to_string(),
+        provider: provider.id.to_owned(),
+        name: input.name.trim().to_owned(),
+        auth_type: auth_type.as_str().to_owned(),
+        base_url: input.base_url.map(|u| u.trim_end_matches('/').to_owned()),
+        credential_enc: secret.map(|s| state.secrets.encrypt(s)),
+        credential_suffix: secret.map(mask_secret),
+        priority: input.priority.unwrap_or(0),
+        is_active: input.is_active.unwrap_or(true),
+        max_concurrent: input.max_concurrent.map(|m| m as i32),
+        rate_limit_overrides: input.rate_limit_overrides.as_ref().map(to_json),
+        rate_limit_protection: None,
+        disable_cooling: input.disable_cooling.unwrap_or(false),
+        provider_specific_data: input.provider_specific_data.as_ref().map(to_json),
+        rate_limited_until: None,
+        test_status: None,
+        last_error: None,
+        last_error_type: None,
+        error_code: None,
+        backoff_level: 0,
+        terminal_status: None,
+        expired_retry_count: 0,
+        rejected_streak: 0,
+        created_at: now,
+        updated_at: now,
+    };
+    connections::insert(&state.db, row.clone()).await?;
+    state.connections.reload(&state.db, &state.secrets).await?;
+    tracing::info!(connection_id = %row.id, provider = %row.provider, "connection created");
+    Ok(view(row, now))
+}
+
+pub async fn update(state: &AppState, id: &str, input: UpdateConnection) -> Result<ConnectionView, ServiceError> {
+    input.validate().map_err(ServiceError::Invalid)?;
+    let mut row = find(state, id).await?;
+    if let Some(name) = input.name {
+        row.name = name.trim().to_owned();
+    }
+    if let Some(a) = input.auth_type {
+        row.auth_type = a.as_str().to_owned();
+    }
+    if let Some(secret) = input.api_key.as_deref().or(input.access_token.as_deref()) {
+        row.credential_enc = Some(state.secrets.encrypt(secret));
+        row.credential_suffix = Some(mask_secret(secret));
+        // New credentials end any terminal state of the old ones.
+        row.terminal_status = None;
+    }
+    if let Some(url) = input.base_url {
+        row.base_url = url.map(|u| u.trim_end_matches('/').to_owned());
+        let provider_default = catalog::find(&row.provider).map(|p| p.default_base_url).unwrap_or_default();
+        if row.base_url.is_none() && provider_default.is_empty() {
+            return Err(ServiceError::field("baseUrl", "this provider needs a base URL"));
+        }
+    }
+    if let Some(p) = input.priority {
+        row.priority = p;
+    }
+    if let Some(a) = input.is_active {
+        row.is_active = a;
+    }
+    if let Some(m) = input.max_concurrent {
+        row.max_concurrent = m.map(|m| m as i32);
+    }
+    if let Some(r) = input.rate_limit_overrides {
+        row.rate_limit_overrides = r.as_ref().map(to_json);
+    }
+    if let Some(d) = input.provider_specific_data {
+        row.provider_specific_data = d.as_ref().map(to_json);
+    }
+    if let Some(d) = input.disable_cooling {
+        row.disable_cooling = d;
+    }
+    row.updated_at = now_ms();
+    connections::save(&state.db, row.clone()).await?;
+    state.connections.reload(&state.db, &state.secrets).await?;
+    Ok(view(row, now_ms()))
+}
+
+pub async fn delete(state: &AppState, id: &str) -> Result<(), ServiceError> {
+    if !connections::delete(&state.db, id).await? {
+        return Err(ServiceError::NotFound("connection"));
+    }
+    state.connections.reload(&state.db, &state.secrets).await?;
+    tracing::info!(connection_id = %id, "connection deleted");
+    Ok(())
+}
+
+/// A live check: lists the upstream's models with the stored credential.
+pub async fn test(state: &AppState, id: &str) -> Result<ConnectionTestResult, ServiceError> {
+    let row = find(state, id).await?;
+    let provider = catalog::find(&row.provider).ok_or(ServiceError::NotFound("provider"))?;
+    let credential = match row.credential_enc.as_deref().map(|c| state.secrets.decrypt(c)) {
+        Some(Ok(plain)) => Some(Credential(plain)),
+        Some(Err(e)) => return Ok(failed_test(0, 0, e.to_string())),
+        None => None,
+    };
+    let conn = LiveConnection {
+        base_url: row.base_url.clone().unwrap_or_else(|| provider.default_base_url.to_owned()),
+        id: row.id,
+        provider,
+        name: row.name,
+        credential,
+        priority: row.priority,
+    };
+    let started = Instant::now();
+    let result = match state.executor.list_models(&conn).await {
+        Err(e) => failed_test(0, started.elapsed().as_millis() as u64, e.to_string()),
+        Ok(resp) => {
+            let status = resp.status();
+            let body: serde_json::Value = resp.json().await.unwrap_or_default();
+            let latency_ms = started.elapsed().as_millis() as u64;
+            if status.is_success() {
+                ConnectionTestResult {
+                    ok: true,
+                    status: status.as_u16(),
+                    latency_ms,
+                    models: model_ids(&body),
+                    error: None,
+                }
+            } else {
+                let msg =
+                    body.pointer("/error/message").and_then(|m| m.as_str()).unwrap_or("upstream refused the request");
+                failed_test(status.as_u16(), latency_ms, format!("{status}: {msg}"))
+            }
+        }
+    };
+    tracing::info!(connection_id = %conn.id, ok = result.ok, status = result.status, "connection tested");
+    // The outcome stays visible on the connection (also without JS).
+    if let Some(mut row) = connections::get(&state.db, &conn.id).await? {
+        row.test_status = Some(if result.ok { "ok" } else { "failed" }.to_owned());
+        row.last_error = result.error.clone();
+        row.updated_at = now_ms();
+        connections::save(&state.db, row).await?;
+    }
+    Ok(result)
+}
+
+fn failed_test(status: u16, latency_ms: u64, error: String) -> ConnectionTestResult {
+    ConnectionTestResult { ok: false, status, latency_ms, models: vec![], error: Some(error) }
+}
+
+/// Model ids from an OpenAI (`data[].id`) or Gemini (`models[].name`) list.
+fn model_ids(body: &serde_json::Value) -> Vec<String> {
+    let openai = body["data"].as_array().into_iter().flatten().filter_map(|m| m["id"].as_str());
+    let gemini = body["models"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["name"].as_str())
+        .map(|n| n.trim_start_matches("models/"));
+    openai.chain(gemini).map(str::to_owned).collect()
+}
+
+async fn find(state: &AppState, id: &str) -> Result<ConnectionRow, ServiceError> {
+    connections::get(&state.db, id).await?.ok_or(ServiceError::NotFound("connection"))
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}
+
+/// The API view of a row: credential masked, status badge computed.
+pub fn view(row: ConnectionRow, now: i64) -> ConnectionView {
+    let status = if row.terminal_status.is_some() {
+        ConnectionStatus::Terminal
+    } else if !row.is_active {
+        ConnectionStatus::Disabled
+    } else if row.rate_limited_until.is_some_and(|t| t > now) {
+        ConnectionStatus::CoolingDown
+    } else {
+        ConnectionStatus::Active
+    };
+    ConnectionView {
+        auth_type: AuthType::parse(&row.auth_type).unwrap_or(AuthType::Apikey),
+        api_key_masked: row.credential_suffix,
+        max_concurrent: row.max_concurrent.map(|m| m.max(1) as u32),
+        rate_limit_overrides: row
+            .rate_limit_overrides
+            .as_deref()
+            .and_then(|s| serde_json::from_str::<RateLimitOverrides>(s).ok()),
+        provider_specific_data: row.provider_specific_data.as_deref().and_then(|s| serde_json::from_str(s).ok()),
+        status,
+        id: row.id,
+        provider: row.provider,
+        name: row.name,
+        base_url: row.base_url,
+        priority: row.priority,
+        is_active: row.is_active,
+        rate_limit_protection: row.rate_limit_protection,
+        disable_cooling: row.disable_cooling,
+        test_status: row.test_status,
+        last_error: row.last_error,
+        last_error_type: row.last_error_type,
+        rate_limited_until: row.rate_limited_until,
+        backoff_level: row.backoff_level,
+        terminal_status: row.terminal_status,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+    }
+}

@@ -1,0 +1,63 @@
+//! Client API keys: create (the key is returned once), list, revoke.
+
+use app::types::{ApiKeyList, ApiKeyView, CreateApiKey, CreatedApiKey};
+
+use super::ServiceError;
+use crate::{
+    auth::{api_keys, sha256_hex},
+    db::{api_keys as repo, now_ms},
+    state::AppState,
+};
+
+/// Characters of a key kept for display (`omr-AbCd…`).
+const DISPLAY_PREFIX: usize = 8;
+
+pub async fn create(state: &AppState, input: CreateApiKey) -> Result<CreatedApiKey, ServiceError> {
+    input.validate().map_err(ServiceError::Invalid)?;
+    let key = api_keys::generate();
+    let scopes: Vec<&str> = input.effective_scopes().iter().map(|s| s.as_str()).collect();
+    let row = repo::ApiKeyRow {
+        id: uuid::Uuid::new_v4().to_string(),
+        name: input.name.trim().to_owned(),
+        key_hash: sha256_hex(&key),
+        key_prefix: key.chars().take(DISPLAY_PREFIX).collect(),
+        scopes: serde_json::to_string(&scopes).unwrap_or_default(),
+        allowed_connections: input
+            .allowed_connections
+            .as_ref()
+            .map(|ids| serde_json::to_string(ids).unwrap_or_default()),
+        created_at: now_ms(),
+        last_used_at: None,
+    };
+    let id = row.id.clone();
+    repo::insert(&state.db, row).await?;
+    state.keys.reload(&state.db).await?;
+    tracing::info!(key_id = %id, "API key created");
+    Ok(CreatedApiKey { id, key })
+}
+
+pub async fn list(state: &AppState) -> Result<ApiKeyList, ServiceError> {
+    let keys = repo::list(&state.db)
+        .await?
+        .into_iter()
+        .map(|r| ApiKeyView {
+            scopes: api_keys::parse_scopes(&r.scopes),
+            allowed_connections: r.allowed_connections.as_deref().and_then(|s| serde_json::from_str(s).ok()),
+            id: r.id,
+            name: r.name,
+            key_prefix: r.key_prefix,
+            created_at: r.created_at,
+            last_used_at: r.last_used_at,
+        })
+        .collect();
+    Ok(ApiKeyList { keys })
+}
+
+pub async fn revoke(state: &AppState, id: &str) -> Result<(), ServiceError> {
+    if !repo::delete(&state.db, id).await? {
+        return Err(ServiceError::NotFound("API key"));
+    }
+    state.keys.reload(&state.db).await?;
+    tracing::info!(key_id = %id, "API key revoked");
+    Ok(())
+}

@@ -1,0 +1,25 @@
+//! Services: the one implementation behind both the `/api/*` REST handlers
+//! and the dashboard's server functions. They validate, decide, call the
+//! repositories, and refresh the in-memory registries the proxy reads.
+
+pub mod connections;
+pub mod keys;
+pub mod logs;
+
+use app::types::FieldError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error("Invalid request")]
+    Invalid(Vec<FieldError>),
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    #[error("database error: {0}")]
+    Db(#[from] sea_orm::DbErr),
+}
+
+impl ServiceError {
+    pub fn field(field: &str, message: impl Into<String>) -> Self {
+        Self::Invalid(vec![FieldError::new(field, message)])
+    }
+}

@@ -1,0 +1,143 @@
+//! Sends requests upstream. Headers are built from scratch for each
+//! provider protocol; nothing from the client's request is forwarded.
+
+use app::types::Protocol;
+use bytes::Bytes;
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, USER_AGENT};
+use std::time::Duration;
+
+use crate::routing::registry::LiveConnection;
+
+/// Why an upstream request got no HTTP response.
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    #[error("could not connect to the upstream")]
+    Connect,
+    #[error("the upstream did not answer within {0:?}")]
+    Timeout(Duration),
+    #[error("the upstream connection failed: {0}")]
+    Network(String),
+}
+
+impl TransportError {
+    /// The `error_kind` recorded in `proxy_logs`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Connect => "connect_error",
+            Self::Timeout(_) => "timeout",
+            Self::Network(_) => "network_error",
+        }
+    }
+
+    pub fn from_reqwest(e: &reqwest::Error, timeout: Duration) -> Self {
+        if e.is_connect() {
+            Self::Connect
+        } else if e.is_timeout() {
+            Self::Timeout(timeout)
+        } else {
+            // Without the URL: it may name internal hosts.
+            Self::Network(e.without_url_ref().to_string())
+        }
+    }
+}
+
+trait WithoutUrl {
+    fn without_url_ref(&self) -> String;
+}
+
+impl WithoutUrl for reqwest::Error {
+    fn without_url_ref(&self) -> String {
+        let mut s = self.to_string();
+        if let Some(url) = self.url() {
+            s = s.replace(url.as_str(), "<upstream>");
+        }
+        s
+    }
+}
+
+/// The shared HTTP client and the timeouts every upstream call obeys.
+pub struct Executor {
+    client: reqwest::Client,
+    /// Time until the response starts (`FETCH_TIMEOUT_MS`).
+    fetch_timeout: Duration,
+}
+
+const UA: &str = concat!("omniroute-rs/", env!("CARGO_PKG_VERSION"));
+
+impl Executor {
+    pub fn new(connect_timeout: Duration, fetch_timeout: Duration) -> reqwest::Result<Self> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(connect_timeout)
+            .pool_idle_timeout(Duration::from_secs(90))
+            .pool_max_idle_per_host(256)
+            .tcp_nodelay(true)
+            .build()?;
+        Ok(Self { client, fetch_timeout })
+    }
+
+    /// POSTs `body` to `path` (e.g. `/chat/completions`) of the connection.
+    pub async fn post(
+        &self,
+        conn: &LiveConnection,
+        path: &str,
+        body: Bytes,
+        stream: bool,
+    ) -> Result<reqwest::Response, TransportError> {
+        let mut headers = auth_headers(conn);
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(ACCEPT, HeaderValue::from_static(if stream { "text/event-stream" } else { "application/json" }));
+        let req = self.client.post(format!("{}{path}", conn.base_url)).headers(headers).body(body);
+        self.send(req).await
+    }
+
+    /// Lists the models of a connection: a live check of its credential.
+    pub async fn list_models(&self, conn: &LiveConnection) -> Result<reqwest::Response, TransportError> {
+        let req = self
+            .client
+            .get(format!("{}{}", conn.base_url, models_path(conn.provider.protocol)))
+            .headers(auth_headers(conn));
+        self.send(req).await
+    }
+
+    async fn send(&self, req: reqwest::RequestBuilder) -> Result<reqwest::Response, TransportError> {
+        match tokio::time::timeout(self.fetch_timeout, req.send()).await {
+            Err(_) => Err(TransportError::Timeout(self.fetch_timeout)),
+            Ok(Err(e)) => Err(TransportError::from_reqwest(&e, self.fetch_timeout)),
+            Ok(Ok(resp)) => Ok(resp),
+        }
+    }
+}
+
+fn models_path(protocol: Protocol) -> &'static str {
+    match protocol {
+        Protocol::Anthropic => "/v1/models",
+        Protocol::OpenaiChat | Protocol::Responses | Protocol::Gemini => "/models",
+    }
+}
+
+/// Authentication and identity headers for the connection's protocol.
+fn auth_headers(conn: &LiveConnection) -> HeaderMap {
+    let mut h = HeaderMap::new();
+    h.insert(USER_AGENT, HeaderValue::from_static(UA));
+    let Some(secret) = conn.credential.as_ref().map(|c| c.0.as_str()) else {
+        return h;
+    };
+    let sensitive = |s: &str| {
+        HeaderValue::from_str(s).ok().map(|mut v| {
+            v.set_sensitive(true);
+            v
+        })
+    };
+    let (name, value) = match conn.provider.protocol {
+        Protocol::Anthropic => {
+            h.insert("anthropic-version", HeaderValue::from_static("2023-06-01"));
+            ("x-api-key", sensitive(secret))
+        }
+        Protocol::Gemini => ("x-goog-api-key", sensitive(secret)),
+        Protocol::OpenaiChat | Protocol::Responses => (AUTHORIZATION.as_str(), sensitive(&format!("Bearer {secret}"))),
+    };
+    if let Some(v) = value {
+        h.insert(name, v);
+    }
+    h
+}

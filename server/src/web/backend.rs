@@ -1,0 +1,118 @@
+//! The dashboard's [`Backend`]: the same services the REST API uses.
+
+use app::{
+    backend::{Backend, BackendError, BackendResult},
+    types::{
+        ApiKeyList, CatalogEntry, ConnectionList, ConnectionTestResult, ConnectionView, CreateApiKey, CreateConnection,
+        CreatedApiKey, LogList, UpdateConnection,
+    },
+};
+use parking_lot::Mutex;
+use std::{collections::HashMap, sync::Arc};
+
+use crate::{
+    auth::{password, sessions},
+    db::{logs::LogFilter, now_ms},
+    services::{self, ServiceError},
+    state::AppState,
+    upstream::catalog,
+};
+
+/// How long a new key waits to be shown after a plain form post.
+const STASH_TTL_MS: i64 = 5 * 60 * 1000;
+
+pub struct WebBackend {
+    state: Arc<AppState>,
+    /// key id → (key, stashed at); read once.
+    new_keys: Mutex<HashMap<String, (CreatedApiKey, i64)>>,
+}
+
+impl WebBackend {
+    pub fn new(state: Arc<AppState>) -> Self {
+        Self { state, new_keys: Mutex::default() }
+    }
+}
+
+fn err(e: ServiceError) -> BackendError {
+    match e {
+        ServiceError::Invalid(details) => BackendError::Invalid(details),
+        ServiceError::NotFound(what) => BackendError::NotFound(what.to_owned()),
+        ServiceError::Db(db) => {
+            tracing::error!(error = %db, "database error in a dashboard request");
+            BackendError::Internal
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Backend for WebBackend {
+    async fn login(&self, password: &str) -> BackendResult<String> {
+        match password::check(&self.state.db, password).await {
+            Ok(true) => Ok(sessions::set_cookie(&self.state.sessions.create(now_ms()))),
+            Ok(false) => {
+                tracing::warn!("admin login failed");
+                Err(BackendError::Invalid(vec![app::types::FieldError::new("password", "wrong password")]))
+            }
+            Err(e) => Err(err(ServiceError::Db(e))),
+        }
+    }
+
+    fn logout(&self, cookie_header: Option<&str>) -> String {
+        if let Some(token) = cookie_header.and_then(sessions::token_from_cookie_header) {
+            self.state.sessions.revoke(token);
+        }
+        sessions::clear_cookie()
+    }
+
+    fn catalog(&self) -> Vec<CatalogEntry> {
+        catalog::all().iter().map(|p| p.entry()).collect()
+    }
+
+    async fn list_connections(&self) -> BackendResult<ConnectionList> {
+        services::connections::list(&self.state, None).await.map_err(err)
+    }
+
+    async fn create_connection(&self, input: CreateConnection) -> BackendResult<ConnectionView> {
+        services::connections::create(&self.state, input).await.map_err(err)
+    }
+
+    async fn update_connection(&self, id: &str, input: UpdateConnection) -> BackendResult<ConnectionView> {
+        services::connections::update(&self.state, id, input).await.map_err(err)
+    }
+
+    async fn delete_connection(&self, id: &str) -> BackendResult<()> {
+        services::connections::delete(&self.state, id).await.map_err(err)
+    }
+
+    async fn test_connection(&self, id: &str) -> BackendResult<ConnectionTestResult> {
+        services::connections::test(&self.state, id).await.map_err(err)
+    }
+
+    async fn list_keys(&self) -> BackendResult<ApiKeyList> {
+        services::keys::list(&self.state).await.map_err(err)
+    }
+
+    async fn create_key(&self, input: CreateApiKey) -> BackendResult<CreatedApiKey> {
+        services::keys::create(&self.state, input).await.map_err(err)
+    }
+
+    async fn revoke_key(&self, id: &str) -> BackendResult<()> {
+        services::keys::revoke(&self.state, id).await.map_err(err)
+    }
+
+    fn stash_new_key(&self, created: CreatedApiKey) {
+        let now = now_ms();
+        let mut stash = self.new_keys.lock();
+        stash.retain(|_, (_, at)| now - *at < STASH_TTL_MS);
+        stash.insert(created.id.clone(), (created, now));
+    }
+
+    fn take_new_key(&self, id: &str) -> Option<CreatedApiKey> {
+        let (created, at) = self.new_keys.lock().remove(id)?;
+        (now_ms() - at < STASH_TTL_MS).then_some(created)
+    }
+
+    async fn list_logs(&self, provider: Option<String>, status: Option<i32>, limit: u64) -> BackendResult<LogList> {
+        services::logs::list(&self.state, LogFilter { limit, provider, status, since: None }).await.map_err(err)
+    }
+}

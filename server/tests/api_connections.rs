@@ -1,0 +1,175 @@
+//! Connections CRUD: strict JSON, field-level 400s that change nothing,
+//! credentials write-only and encrypted at rest.
+#![allow(clippy::unwrap_used, reason = "test helpers fail loudly")]
+
+mod common;
+
+use common::Gateway;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+const SECRET: &str = "sk-very-secret-upstream-key-9876";
+
+async fn count(gw: &Gateway) -> u64 {
+    let body: Value = gw.api(Method::GET, "/api/providers").send().await.unwrap().json().await.unwrap();
+    body["total"].as_u64().unwrap()
+}
+
+#[tokio::test]
+async fn crud_round_trip_never_returns_the_credential() {
+    let gw = Gateway::start().await;
+    let catalog: Value = gw.api(Method::GET, "/api/providers/catalog").send().await.unwrap().json().await.unwrap();
+    assert!(
+        catalog
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["id"] == "openai" && p["category"] == "apikey" && p["protocol"] == "openai-chat")
+    );
+
+    let resp = gw
+        .api(Method::POST, "/api/providers")
+        .json(&json!({"provider": "openai", "name": "main", "apiKey": SECRET, "priority": 2, "maxConcurrent": 3,
+                      "rateLimitOverrides": {"modelConcurrency": {"gpt-5": 1}}, "providerSpecificData": {"tier": "pro"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 201);
+    let text = resp.text().await.unwrap();
+    assert!(!text.contains(SECRET), "{text}");
+    let created: Value = serde_json::from_str(&text).unwrap();
+    let c = &created["connection"];
+    assert_eq!(c["apiKeyMasked"], "…9876");
+    assert_eq!(c["status"], "active");
+    assert_eq!(c["rateLimitOverrides"]["modelConcurrency"]["gpt-5"], 1);
+    let id = c["id"].as_str().unwrap();
+
+    for path in [format!("/api/providers/{id}"), "/api/providers".into(), "/api/providers?provider=openai".into()] {
+        let text = gw.api(Method::GET, &path).send().await.unwrap().text().await.unwrap();
+        assert!(text.contains(id) && !text.contains(SECRET), "{path}: {text}");
+    }
+
+    let updated: Value = gw
+        .api(Method::PUT, &format!("/api/providers/{id}"))
+        .json(&json!({"name": "renamed", "isActive": false, "maxConcurrent": null, "apiKey": "sk-rotated-key-5555"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let c = &updated["connection"];
+    assert_eq!(
+        (c["name"].as_str(), c["status"].as_str(), c["apiKeyMasked"].as_str()),
+        (Some("renamed"), Some("disabled"), Some("…5555"))
+    );
+    assert!(c["maxConcurrent"].is_null());
+
+    assert_eq!(gw.api(Method::DELETE, &format!("/api/providers/{id}")).send().await.unwrap().status(), 200);
+    assert_eq!(gw.api(Method::GET, &format!("/api/providers/{id}")).send().await.unwrap().status(), 404);
+    assert_eq!(gw.api(Method::DELETE, &format!("/api/providers/{id}")).send().await.unwrap().status(), 404);
+
+    // Encrypted at rest: the SQLite file never holds the plaintext.
+    gw.add_connection("openai", "again", SECRET, "https://example.invalid/v1", 0).await;
+    let dir = gw.stop().await;
+    let db = std::fs::read(dir.path().join("omniroute.db")).unwrap();
+    let wal = std::fs::read(dir.path().join("omniroute.db-wal")).unwrap_or_default();
+    for bytes in [db, wal] {
+        assert!(!String::from_utf8_lossy(&bytes).contains(SECRET));
+    }
+}
+
+#[tokio::test]
+async fn bad_input_is_a_field_level_400_and_changes_nothing() {
+    let gw = Gateway::start().await;
+    let id = gw.add_connection("openai", "keep", "sk-keep-1111", "https://example.invalid/v1", 0).await;
+    let cases = [
+        (json!({"provider": "openai", "name": "x", "apiKy": "k"}), "apiKy"),
+        (json!({"provider": "nope", "name": "x"}), "provider"),
+        (json!({"provider": "openai", "name": ""}), "name"),
+        (json!({"provider": "openai", "name": "x", "priority": "high"}), "priority"),
+        (json!({"provider": "openai", "name": "x", "baseUrl": "not a url"}), "baseUrl"),
+        (json!({"provider": "openai-compatible", "name": "x"}), "baseUrl"),
+        (json!({"provider": "openai", "name": "x", "maxConcurrent": 0}), "maxConcurrent"),
+    ];
+    for (body, field) in cases {
+        let resp = gw.api(Method::POST, "/api/providers").json(&body).send().await.unwrap();
+        assert_eq!(resp.status(), 400, "{body}");
+        let err: Value = resp.json().await.unwrap();
+        assert_eq!(err["error"]["message"], "Invalid request");
+        assert_eq!(err["error"]["details"][0]["field"], field, "{body}: {err}");
+    }
+    let malformed = gw
+        .api(Method::POST, "/api/providers")
+        .header("content-type", "application/json")
+        .body("{oops")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(malformed.status(), 400);
+    let not_json = gw.api(Method::POST, "/api/providers").body("provider=openai").send().await.unwrap();
+    assert_eq!(not_json.status(), 415);
+    assert_eq!(count(&gw).await, 1, "nothing was created");
+
+    let bad_put = gw
+        .api(Method::PUT, &format!("/api/providers/{id}"))
+        .json(&json!({"name": "new", "provider": "groq"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad_put.status(), 400);
+    let c: Value = gw.api(Method::GET, &format!("/api/providers/{id}")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(c["connection"]["name"], "keep", "a rejected update changes nothing");
+
+    let bad_key =
+        gw.api(Method::POST, "/api/keys").json(&json!({"name": "k", "scopes": ["root"]})).send().await.unwrap();
+    assert_eq!(bad_key.status(), 400);
+    let keys: Value = gw.api(Method::GET, "/api/keys").send().await.unwrap().json().await.unwrap();
+    assert_eq!(keys["keys"].as_array().unwrap().len(), 0);
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn connection_test_reports_status_latency_and_models() {
+    let fake = fake_upstream::FakeUpstream::start().await.unwrap();
+    let gw = Gateway::start().await;
+    let good = gw.add_connection("openai", "good", "sk-good-0001", &common::v1(&fake), 0).await;
+    let res: Value =
+        gw.api(Method::POST, &format!("/api/providers/{good}/test")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(res["ok"], true, "{res}");
+    assert_eq!(res["status"], 200);
+    assert!(res["models"].as_array().unwrap().iter().any(|m| m == "fake-model"));
+    let auth = &fake.requests()[0].headers["authorization"];
+    assert_eq!(auth, "Bearer sk-good-0001");
+
+    fake.push_rule(fake_upstream::Rule {
+        api_key: Some("sk-bad-0002".into()),
+        status: Some(401),
+        ..Default::default()
+    });
+    let bad = gw.add_connection("openai", "bad", "sk-bad-0002", &common::v1(&fake), 0).await;
+    let res: Value =
+        gw.api(Method::POST, &format!("/api/providers/{bad}/test")).send().await.unwrap().json().await.unwrap();
+    assert_eq!((res["ok"].as_bool(), res["status"].as_u64()), (Some(false), Some(401)));
+    assert!(!res.to_string().contains("sk-bad-0002"));
+    // The outcome is kept on the connection for the dashboard.
+    let view = |id: String| {
+        let gw = &gw;
+        async move {
+            let v: Value =
+                gw.api(Method::GET, &format!("/api/providers/{id}")).send().await.unwrap().json().await.unwrap();
+            v["connection"].clone()
+        }
+    };
+    let g = view(good.clone()).await;
+    assert_eq!((g["testStatus"].as_str(), g["lastError"].as_str()), (Some("ok"), None));
+    let b = view(bad.clone()).await;
+    assert_eq!(b["testStatus"], "failed");
+    assert!(b["lastError"].as_str().unwrap().contains("401"));
+
+    let dead = gw.add_connection("openai", "dead", "sk-dead-0003", &common::dead_url().await, 0).await;
+    let res: Value =
+        gw.api(Method::POST, &format!("/api/providers/{dead}/test")).send().await.unwrap().json().await.unwrap();
+    assert_eq!((res["ok"].as_bool(), res["status"].as_u64()), (Some(false), Some(0)));
+    gw.stop().await;
+}

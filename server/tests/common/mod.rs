@@ -1,0 +1,119 @@
+//! Test harness: the real server on an ephemeral loopback port with a
+//! private SQLite file, plus helpers to drive it over HTTP.
+#![allow(dead_code, reason = "each test binary uses a different subset")]
+
+use fake_upstream::FakeUpstream;
+use serde_json::{Value, json};
+use server::{config::Config, state::AppState};
+use std::sync::Arc;
+use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle};
+
+pub const MGMT_KEY: &str = "test-management-key-0123456789";
+pub const ADMIN_PASSWORD: &str = "admin-password-for-tests";
+
+pub struct Gateway {
+    pub url: String,
+    pub state: Arc<AppState>,
+    pub http: reqwest::Client,
+    pub dir: tempfile::TempDir,
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<anyhow::Result<()>>,
+}
+
+impl Gateway {
+    pub async fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        Self::start_in(dir).await
+    }
+
+    /// Starts on an existing data dir (restart tests).
+    pub async fn start_in(dir: tempfile::TempDir) -> Self {
+        Self::start_with(dir, None).await
+    }
+
+    /// Starts with another database than the data dir's SQLite file.
+    pub async fn start_with(dir: tempfile::TempDir, database_url: Option<String>) -> Self {
+        let mut config = Config::for_data_dir(dir.path().to_path_buf());
+        if let Some(url) = database_url {
+            config.database_url = url;
+        }
+        config.management_key = Some(MGMT_KEY.into());
+        config.initial_password = Some(ADMIN_PASSWORD.into());
+        let state = server::build_state(config).await.unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (stop, rx) = oneshot::channel::<()>();
+        let task = tokio::spawn(server::serve(state.clone(), listener, async {
+            let _ = rx.await;
+        }));
+        let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+        Self { url, state, http, dir, stop: Some(stop), task }
+    }
+
+    /// Stops the server gracefully; returns its data dir for a restart.
+    pub async fn stop(mut self) -> tempfile::TempDir {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        (&mut self.task).await.unwrap().unwrap();
+        self.dir
+    }
+
+    pub fn api(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        self.http.request(method, format!("{}{path}", self.url)).bearer_auth(MGMT_KEY)
+    }
+
+    /// Creates a connection and returns its id.
+    pub async fn add_connection(
+        &self,
+        provider: &str,
+        name: &str,
+        api_key: &str,
+        base_url: &str,
+        priority: i32,
+    ) -> String {
+        let resp = self
+            .api(reqwest::Method::POST, "/api/providers")
+            .json(&json!({"provider": provider, "name": name, "apiKey": api_key, "baseUrl": base_url, "priority": priority}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 201, "{}", resp.text().await.unwrap());
+        let body: Value = resp.json().await.unwrap();
+        body["connection"]["id"].as_str().unwrap().to_owned()
+    }
+
+    /// POSTs a chat completion with an optional client key.
+    pub async fn chat(&self, body: Value, key: Option<&str>) -> reqwest::Response {
+        let mut req = self.http.post(format!("{}/v1/chat/completions", self.url)).json(&body);
+        if let Some(k) = key {
+            req = req.bearer_auth(k);
+        }
+        req.send().await.unwrap()
+    }
+
+    /// Every request-log row, newest first, after flushing the writer.
+    pub async fn logs(&self) -> Vec<Value> {
+        self.state.logs.flush().await;
+        let body: Value =
+            self.api(reqwest::Method::GET, "/api/logs?limit=1000").send().await.unwrap().json().await.unwrap();
+        body["logs"].as_array().unwrap().clone()
+    }
+}
+
+/// The fake's OpenAI base URL (`…/v1`).
+pub fn v1(fake: &FakeUpstream) -> String {
+    format!("{}/v1", fake.url())
+}
+
+pub fn chat_body(model: &str, stream: bool) -> Value {
+    json!({"model": model, "stream": stream, "messages": [{"role": "user", "content": "Say hello"}]})
+}
+
+/// A base URL where nothing listens (connection refused).
+pub async fn dead_url() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    drop(l);
+    format!("http://{addr}/v1")
+}

@@ -1,0 +1,193 @@
+//! The binary as an operator runs it: graceful shutdown on SIGTERM, no
+//! secret in its log output; in-flight streams finish during shutdown;
+//! mid-stream upstream failures end with an error event.
+#![allow(clippy::unwrap_used, reason = "test helpers fail loudly")]
+
+mod common;
+
+use common::{Gateway, MGMT_KEY, chat_body, v1};
+use fake_upstream::{FakeUpstream, Rule};
+use serde_json::{Value, json};
+use std::{
+    io::{BufRead, BufReader},
+    process::{Command, Stdio},
+    sync::mpsc,
+};
+
+const SECRET: &str = "sk-live-SUPERSECRET-credential-4242";
+
+#[tokio::test]
+async fn binary_logs_no_secrets_and_exits_cleanly_on_sigterm() {
+    let fake = FakeUpstream::start().await.unwrap();
+    // The upstream echoes the credential in its error text, as some do
+    // (newest rule first: a 500, then a 401).
+    fake.push_rule(Rule {
+        status: Some(401),
+        body: Some(json!({"error": {"message": format!("Incorrect API key provided: {SECRET}")}})),
+        times: Some(1),
+        ..Default::default()
+    });
+    fake.push_rule(Rule {
+        status: Some(500),
+        body: Some(json!({"error": {"message": format!("key {SECRET} is broken")}})),
+        times: Some(1),
+        ..Default::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_omniroute"))
+        .args(["serve", "--port", &port.to_string()])
+        .env("DATA_DIR", dir.path())
+        .env("INITIAL_PASSWORD", "pw-for-binary-test")
+        .env("OMNIROUTE_MANAGEMENT_KEY", MGMT_KEY)
+        .env("OMNIROUTE_LOG", "debug")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = mpsc::channel::<String>();
+    for pipe in [
+        Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+        Box::new(child.stderr.take().unwrap()),
+    ] {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+    }
+    drop(tx);
+    let mut output = Vec::new();
+    for line in rx.iter() {
+        let ready = line.contains("OmniRoute listening");
+        output.push(line);
+        if ready {
+            break;
+        }
+    }
+
+    let base = format!("http://127.0.0.1:{port}");
+    let http = reqwest::Client::new();
+    let created: Value = http
+        .post(format!("{base}/api/providers"))
+        .bearer_auth(MGMT_KEY)
+        .json(&json!({"provider": "openai", "name": "main", "apiKey": SECRET, "baseUrl": v1(&fake)}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = created["connection"]["id"].as_str().unwrap();
+    let fail = http
+        .post(format!("{base}/v1/chat/completions"))
+        .json(&chat_body("openai/gpt-4o-mini", false))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(fail.status(), 500);
+    assert!(!fail.text().await.unwrap().contains(SECRET), "the client error body is redacted");
+    let unauthorized = http
+        .post(format!("{base}/v1/chat/completions"))
+        .json(&chat_body("openai/gpt-4o-mini", false))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unauthorized.status(), 401);
+    let text = unauthorized.text().await.unwrap();
+    assert!(text.contains("Incorrect API key provided") && !text.contains(SECRET), "{text}");
+    let ok = http
+        .post(format!("{base}/v1/chat/completions"))
+        .json(&chat_body("openai/gpt-4o-mini", true))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 200);
+    ok.bytes().await.unwrap();
+    http.post(format!("{base}/api/providers/{id}/test")).bearer_auth(MGMT_KEY).send().await.unwrap();
+    let logs = http.get(format!("{base}/api/logs")).bearer_auth(MGMT_KEY).send().await.unwrap().text().await.unwrap();
+    assert!(!logs.contains(SECRET), "stored log rows are redacted: {logs}");
+
+    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let exit = child.wait().unwrap();
+    output.extend(rx.iter());
+    let all = output.join("\n");
+    assert!(exit.success(), "exit status {exit:?}\n{all}");
+    assert!(all.contains("shutdown complete"), "{all}");
+    assert!(all.contains("upstream attempt failed"), "debug logs were produced: {all}");
+    assert!(!all.contains(SECRET), "a credential leaked into the log output");
+    assert!(!all.contains(MGMT_KEY), "the management key leaked into the log output");
+}
+
+#[tokio::test]
+async fn in_flight_streams_finish_during_graceful_shutdown() {
+    let fake = FakeUpstream::start().await.unwrap();
+    fake.push_rule(Rule { trickle_ms: 40, content: Some("one two three four five six".into()), ..Default::default() });
+    let gw = Gateway::start().await;
+    gw.add_connection("openai", "main", "sk-x", &v1(&fake), 0).await;
+    let resp = gw.chat(chat_body("openai/gpt-4o-mini", true), None).await;
+    assert_eq!(resp.status(), 200);
+    let reader = tokio::spawn(resp.bytes());
+    let state = gw.state.clone();
+    gw.stop().await;
+    let body = reader.await.unwrap().unwrap();
+    assert!(body.ends_with(b"data: [DONE]\n\n"), "the stream completed: {}", String::from_utf8_lossy(&body));
+    // The write-behind log was flushed before shutdown returned.
+    let rows = server::db::logs::list(&state.db, &server::db::logs::LogFilter { limit: 10, ..Default::default() })
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 1);
+}
+
+#[tokio::test]
+async fn a_mid_stream_upstream_drop_ends_with_an_error_event() {
+    let fake = FakeUpstream::start().await.unwrap();
+    fake.push_rule(Rule { drop_after_chunks: Some(2), ..Default::default() });
+    let gw = Gateway::start().await;
+    gw.add_connection("openai", "main", "sk-x", &v1(&fake), 0).await;
+    let body = gw.chat(chat_body("openai/gpt-4o-mini", true), None).await.bytes().await.unwrap();
+    let text = String::from_utf8_lossy(&body);
+    let frames: Vec<&str> = text.split("\n\n").filter(|f| !f.is_empty()).collect();
+    assert_eq!(frames.len(), 3, "{text}");
+    let last: Value = serde_json::from_str(frames[2].strip_prefix("data: ").unwrap()).unwrap();
+    assert_eq!(last["error"]["code"], "upstream_stream_error");
+    let logs = gw.logs().await;
+    assert_eq!(logs[0]["errorKind"], "stream_interrupted");
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn logs_filter_by_provider_and_status() {
+    let fake = FakeUpstream::start().await.unwrap();
+    let gw = Gateway::start().await;
+    gw.add_connection("openai", "o", "sk-o", &v1(&fake), 0).await;
+    gw.add_connection("deepseek", "d", "sk-d", &v1(&fake), 0).await;
+    fake.push_rule(Rule {
+        model: Some("deepseek-chat".into()),
+        status: Some(502),
+        times: Some(1),
+        ..Default::default()
+    });
+    gw.chat(chat_body("openai/gpt-4o-mini", false), None).await;
+    gw.chat(chat_body("deepseek/deepseek-chat", false), None).await;
+    gw.chat(chat_body("deepseek/deepseek-chat", false), None).await;
+    gw.state.logs.flush().await;
+    assert_eq!(logs_query(&gw, "?provider=deepseek").await.len(), 2);
+    assert_eq!(logs_query(&gw, "?provider=deepseek&status=502").await.len(), 1);
+    let newest_first = logs_query(&gw, "?limit=2").await;
+    assert_eq!(newest_first.len(), 2);
+    assert!(
+        newest_first[0]["id"].as_str().unwrap().parse::<i64>().unwrap()
+            > newest_first[1]["id"].as_str().unwrap().parse::<i64>().unwrap()
+    );
+    let bad = gw.api(reqwest::Method::GET, "/api/logs?limit=0").send().await.unwrap();
+    assert_eq!(bad.status(), 400);
+    gw.stop().await;
+}
+
+async fn logs_query(gw: &Gateway, q: &str) -> Vec<Value> {
+    let v: Value = gw.api(reqwest::Method::GET, &format!("/api/logs{q}")).send().await.unwrap().json().await.unwrap();
+    v["logs"].as_array().unwrap().clone()
+}

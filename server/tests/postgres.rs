@@ -1,0 +1,70 @@
+//! The same gateway on Postgres (`DATABASE_URL=postgres://…`): migrations,
+//! CRUD, the proxy path with its write-behind log, and retention.
+//! Compiled with `--features postgres-tests`; `cargo xtask test` starts a
+//! throwaway cluster and passes `OMNIROUTE_TEST_POSTGRES_URL`.
+#![cfg(feature = "postgres-tests")]
+#![allow(clippy::unwrap_used, reason = "tests fail loudly")]
+
+mod common;
+
+use common::{Gateway, chat_body, v1};
+use fake_upstream::FakeUpstream;
+use reqwest::Method;
+use sea_orm::{ConnectionTrait, Database};
+use serde_json::Value;
+
+/// A fresh database on the test cluster, so reruns start clean.
+async fn fresh_database() -> String {
+    let admin =
+        std::env::var("OMNIROUTE_TEST_POSTGRES_URL").expect("OMNIROUTE_TEST_POSTGRES_URL (cargo xtask test sets it)");
+    let name = format!("omniroute_test_{}", uuid::Uuid::new_v4().simple());
+    let conn = Database::connect(&admin).await.unwrap();
+    conn.execute_unprepared(&format!("CREATE DATABASE {name}")).await.unwrap();
+    let (base, _) = admin.rsplit_once('/').unwrap();
+    format!("{base}/{name}")
+}
+
+#[tokio::test]
+async fn the_gateway_runs_on_postgres() {
+    let url = fresh_database().await;
+    let fake = FakeUpstream::start().await.unwrap();
+    let gw = Gateway::start_with(tempfile::tempdir().unwrap(), Some(url.clone())).await;
+    let a = gw.add_connection("openai", "a", "sk-pg-a", &v1(&fake), 0).await;
+    let b = gw.add_connection("openai", "b", "sk-pg-b", &v1(&fake), 1).await;
+    fake.push_rule(fake_upstream::Rule { api_key: Some("sk-pg-a".into()), status: Some(503), ..Default::default() });
+    let resp = gw.chat(chat_body("openai/gpt-4o-mini", false), None).await;
+    assert_eq!(resp.headers()["x-omniroute-selected-connection-id"], b.as_str());
+    let logs = gw.logs().await;
+    assert_eq!(logs.len(), 2);
+    assert_eq!(logs[1]["connectionId"], a.as_str());
+    assert!(
+        logs[0]["id"].as_str().unwrap().parse::<i64>().unwrap()
+            > logs[1]["id"].as_str().unwrap().parse::<i64>().unwrap()
+    );
+    let updated = gw
+        .api(Method::PUT, &format!("/api/providers/{a}"))
+        .json(&serde_json::json!({"isActive": false}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(updated.status(), 200);
+    let created: Value = gw
+        .api(Method::POST, "/api/keys")
+        .json(&serde_json::json!({"name": "pg"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(created["key"].as_str().unwrap().starts_with("omr-"));
+    let db = gw.state.db.clone();
+    let dir = gw.stop().await;
+
+    // A restart on the same database keeps everything.
+    let gw = Gateway::start_with(dir, Some(url)).await;
+    let list: Value = gw.api(Method::GET, "/api/providers").send().await.unwrap().json().await.unwrap();
+    assert_eq!(list["total"], 2);
+    assert_eq!(server::db::logs::prune(&db, 1).await.unwrap(), 1);
+    gw.stop().await;
+}

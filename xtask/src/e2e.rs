@@ -1,0 +1,112 @@
+//! `cargo xtask e2e`: Playwright against the real server and the fake
+//! upstream (both built by `cargo xtask build`), in Debian's chromium.
+
+use anyhow::{Context, bail};
+use std::{
+    io::{BufRead, BufReader},
+    path::Path,
+    process::{Child, Command, Stdio},
+    sync::mpsc,
+    time::Duration,
+};
+
+use crate::util::{self, step};
+
+pub const ADMIN_PASSWORD: &str = "e2e-admin-password";
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+/// A child process killed when dropped, so no run leaves servers behind.
+pub struct Service {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Service {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Starts `cmd` and waits (bounded) for a stdout line containing `ready`.
+    pub fn start(mut cmd: Command, ready: &str) -> anyhow::Result<(Self, String)> {
+        let mut child =
+            cmd.stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().with_context(|| format!("starting {cmd:?}"))?;
+        let stdout = child.stdout.take().context("no stdout")?;
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let service = Self { child, lines };
+        loop {
+            let line = service
+                .lines
+                .recv_timeout(Duration::from_secs(60))
+                .with_context(|| format!("{cmd:?} did not print {ready:?}"))?;
+            if line.contains(ready) {
+                return Ok((service, line));
+            }
+        }
+    }
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// Starts fake-upstream and the gateway from `target/<profile>`; returns
+/// them with (gateway URL, fake URL).
+pub fn start_stack(
+    profile: &str,
+    data_dir: &Path,
+    log: &str,
+    env: &[(&str, &str)],
+) -> anyhow::Result<(Service, Service, String, String)> {
+    let bin = util::target_dir().join(profile);
+    let (fake, fake_url) = Service::start(Command::new(bin.join("fake-upstream")), "http://")?;
+    let port = free_port()?;
+    let mut cmd = Command::new(bin.join("omniroute"));
+    cmd.args(["serve", "--port", &port.to_string(), "--site-root", &util::site_root().to_string_lossy()])
+        .arg("--data-dir")
+        .arg(data_dir)
+        .env("INITIAL_PASSWORD", ADMIN_PASSWORD)
+        .env("OMNIROUTE_LOG", log)
+        .envs(env.iter().copied());
+    let (gateway, _) = Service::start(cmd, "OmniRoute listening")?;
+    Ok((gateway, fake, format!("http://127.0.0.1:{port}"), fake_url.trim().to_owned()))
+}
+
+pub fn run() -> anyhow::Result<()> {
+    if !Path::new(CHROMIUM).exists() {
+        bail!("{CHROMIUM} is missing: `apt-get install -y chromium` (.ci/run does this)");
+    }
+    let dir = util::root().join("end2end");
+    if !dir.join("node_modules/@playwright/test").is_dir() {
+        step("npm ci (end2end)");
+        util::run(Command::new("npm").args(["ci", "--no-audit", "--no-fund"]).current_dir(&dir))?;
+    }
+    let data_dir = util::target_dir().join(format!("e2e-data-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&data_dir);
+    let (gateway, fake, url, fake_url) = start_stack("debug", &data_dir, "info,server=warn", &[])?;
+    step(&format!("playwright against {url} (fake upstream {fake_url})"));
+    let result = util::run(
+        Command::new("npx")
+            .args(["playwright", "test"])
+            .current_dir(&dir)
+            .env("OMNIROUTE_URL", &url)
+            .env("FAKE_UPSTREAM_URL", &fake_url)
+            .env("ADMIN_PASSWORD", ADMIN_PASSWORD),
+    );
+    drop((gateway, fake));
+    let _ = std::fs::remove_dir_all(&data_dir);
+    result
+}

@@ -1,0 +1,57 @@
+//! Build orchestration without network downloads (replaces cargo-leptos
+//! and Trunk): `cargo xtask build [--release] | serve [--release] [-- ARGS]
+//! | test | bench`. See ARCHITECTURE.md §3.
+
+mod bench;
+mod build;
+mod e2e;
+mod postgres;
+mod util;
+
+use anyhow::bail;
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let release = args.iter().any(|a| a == "--release");
+    let passthrough: Vec<String> = args.iter().skip_while(|a| *a != "--").skip(1).cloned().collect();
+    match args.first().map(String::as_str) {
+        Some("build") => build::site_and_server(release),
+        Some("serve") => {
+            build::site_and_server(release)?;
+            let mut cmd = util::cargo();
+            cmd.args(["run", "-q", "-p", "server", "--bin", "omniroute"]);
+            if release {
+                cmd.arg("--release");
+            }
+            cmd.args(["--", "serve", "--site-root", &util::site_root().to_string_lossy()]).args(&passthrough);
+            util::run(&mut cmd)
+        }
+        Some("test") => test(),
+        Some("e2e") => e2e::run(),
+        Some("bench") => bench::run(),
+        _ => bail!("usage: cargo xtask <build [--release] | serve [--release] [-- ARGS] | test | e2e | bench>"),
+    }
+}
+
+/// Everything CI checks: formatting, lints, unit + integration tests, the
+/// site build, and the browser tests.
+fn test() -> anyhow::Result<()> {
+    util::step("cargo fmt --check");
+    util::run(util::cargo().args(["fmt", "--all", "--", "--check"]))?;
+    util::step("cargo clippy");
+    util::run(util::cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
+    util::step("cargo test");
+    util::run(util::cargo().args(["test", "--workspace"]))?;
+    util::step("Postgres tests (throwaway cluster)");
+    let cluster = postgres::Cluster::start()?;
+    util::run(
+        util::cargo()
+            .args(["test", "-p", "server", "--features", "postgres-tests", "--test", "postgres"])
+            .env("OMNIROUTE_TEST_POSTGRES_URL", &cluster.url),
+    )?;
+    drop(cluster);
+    util::step("build the site");
+    build::site_and_server(false)?;
+    util::step("browser tests");
+    e2e::run()
+}

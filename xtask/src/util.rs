@@ -1,0 +1,52 @@
+//! Small process helpers shared by the xtask commands.
+
+use anyhow::{Context, bail};
+use std::{
+    path::PathBuf,
+    process::{Command, Stdio},
+};
+
+/// The workspace root (the parent of `xtask/`).
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().map(PathBuf::from).unwrap_or_default()
+}
+
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root().join("target"))
+}
+
+/// Where the dashboard assets go: `target/site` (`pkg/` inside).
+pub fn site_root() -> PathBuf {
+    target_dir().join("site")
+}
+
+/// `cargo` in the workspace root, without variables that would change
+/// what Leptos builds (`LEPTOS_OUTPUT_NAME` renames the wasm file).
+pub fn cargo() -> Command {
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(root()).env_remove("LEPTOS_OUTPUT_NAME");
+    cmd
+}
+
+/// Runs a command to completion, failing on a non-zero exit.
+pub fn run(cmd: &mut Command) -> anyhow::Result<()> {
+    let status = cmd.status().with_context(|| format!("starting {cmd:?}"))?;
+    if !status.success() {
+        bail!("{cmd:?} failed with {status}");
+    }
+    Ok(())
+}
+
+/// Runs a command and returns its stdout.
+pub fn output(cmd: &mut Command) -> anyhow::Result<String> {
+    let out = cmd.stderr(Stdio::inherit()).output().with_context(|| format!("starting {cmd:?}"))?;
+    if !out.status.success() {
+        bail!("{cmd:?} failed with {}", out.status);
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// A progress line between steps.
+pub fn step(what: &str) {
+    eprintln!("\n==> {what}");
+}
