@@ -79,6 +79,10 @@ pub async fn serve(
         let _ = stop_tx.send(true);
     });
     let app = router(state.clone());
+    // Small responses and SSE frames go out at once, not after Nagle's delay.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     let server = axum::serve(listener, app).with_graceful_shutdown(async move {
         let _ = graceful_rx.wait_for(|s| *s).await;
         tracing::info!("shutting down: no new connections; waiting for in-flight requests");

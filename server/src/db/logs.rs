@@ -4,6 +4,7 @@
 use super::entities::proxy_log;
 use sea_orm::{
     ColumnTrait, DatabaseConnection, DbErr, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
+    TransactionTrait,
 };
 
 pub use proxy_log::Model as LogRecord;
@@ -18,12 +19,22 @@ pub struct LogFilter {
     pub since: Option<i64>,
 }
 
-pub async fn insert_batch(db: &DatabaseConnection, rows: Vec<proxy_log::ActiveModel>) -> Result<(), DbErr> {
+/// Rows per INSERT statement. Every chunk size up to this gets its own
+/// prepared statement, cached per connection, so a batch costs one round
+/// trip to the database per chunk and no re-preparing.
+const INSERT_CHUNK: usize = 32;
+
+/// Inserts rows in one transaction, in multi-row chunks.
+pub async fn insert_batch(db: &DatabaseConnection, mut rows: Vec<proxy_log::ActiveModel>) -> Result<(), DbErr> {
     if rows.is_empty() {
         return Ok(());
     }
-    proxy_log::Entity::insert_many(rows).exec(db).await?;
-    Ok(())
+    let txn = db.begin().await?;
+    while !rows.is_empty() {
+        let rest = rows.split_off(rows.len().min(INSERT_CHUNK));
+        proxy_log::Entity::insert_many(std::mem::replace(&mut rows, rest)).exec_without_returning(&txn).await?;
+    }
+    txn.commit().await
 }
 
 /// Newest first.

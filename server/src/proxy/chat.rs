@@ -9,8 +9,9 @@ use axum::{
     http::StatusCode,
     response::Response,
 };
+use serde::Deserialize;
 use serde_json::value::RawValue;
-use std::{collections::BTreeMap, sync::Arc};
+use std::{ops::Range, sync::Arc};
 
 use super::{context::RequestId, dispatch, errors::ProxyError};
 use crate::{
@@ -19,56 +20,74 @@ use crate::{
     state::AppState,
 };
 
-/// The fields the gateway reads; everything else passes through as raw JSON.
+/// The fields the gateway reads, borrowed from the body; everything else
+/// is skipped by the parser and passes through byte for byte.
+#[derive(Deserialize)]
+struct Head<'a> {
+    #[serde(borrow, default)]
+    model: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    messages: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    stream: Option<&'a RawValue>,
+}
+
+/// A validated chat request: the client's body plus where its `model`
+/// value sits, so the upstream body is the client's with only that span
+/// replaced (no re-serialization, unknown fields untouched).
 #[derive(Debug)]
 pub struct ChatRequest {
     pub model: String,
     pub stream: bool,
-    fields: BTreeMap<String, Box<RawValue>>,
+    body: Bytes,
+    model_span: Range<usize>,
+}
+
+fn invalid_json(detail: impl std::fmt::Display) -> ProxyError {
+    ProxyError::new(
+        StatusCode::BAD_REQUEST,
+        "invalid_request_error",
+        "invalid_json",
+        format!("Request body is not a JSON object: {detail}"),
+    )
 }
 
 impl ChatRequest {
-    pub fn parse(body: &[u8]) -> Result<Self, ProxyError> {
-        let fields: BTreeMap<String, Box<RawValue>> = serde_json::from_slice(body).map_err(|e| {
-            ProxyError::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_request_error",
-                "invalid_json",
-                format!("Request body is not a JSON object: {e}"),
-            )
-        })?;
-        let model = match fields.get("model").map(|v| serde_json::from_str::<String>(v.get())) {
-            Some(Ok(m)) if !m.trim().is_empty() => m,
-            Some(_) => return Err(ProxyError::bad_field("model", "`model` must be a non-empty string")),
-            None => return Err(ProxyError::bad_field("model", "`model` is required")),
-        };
-        match fields.get("messages").map(|v| serde_json::from_str::<Vec<&RawValue>>(v.get())) {
-            Some(Ok(m)) if !m.is_empty() => {}
-            Some(_) => return Err(ProxyError::bad_field("messages", "`messages` must be a non-empty array")),
-            None => return Err(ProxyError::bad_field("messages", "`messages` is required")),
+    pub fn parse(body: Bytes) -> Result<Self, ProxyError> {
+        if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+            return Err(invalid_json("expected `{`"));
         }
-        let stream = match fields.get("stream").map(|v| v.get()) {
+        let head: Head<'_> = serde_json::from_slice(&body).map_err(invalid_json)?;
+        let (model, model_span) = match head.model {
+            None => return Err(ProxyError::bad_field("model", "`model` is required")),
+            Some(raw) => match serde_json::from_str::<String>(raw.get()) {
+                Ok(m) if !m.trim().is_empty() => {
+                    let start = raw.get().as_ptr() as usize - body.as_ptr() as usize;
+                    (m, start..start + raw.get().len())
+                }
+                _ => return Err(ProxyError::bad_field("model", "`model` must be a non-empty string")),
+            },
+        };
+        match head.messages.map(|m| m.get().trim_start().strip_prefix('[').map(str::trim_start)) {
+            None => return Err(ProxyError::bad_field("messages", "`messages` is required")),
+            Some(Some(rest)) if !rest.starts_with(']') => {}
+            Some(_) => return Err(ProxyError::bad_field("messages", "`messages` must be a non-empty array")),
+        }
+        let stream = match head.stream.map(|v| v.get()) {
             None | Some("null") | Some("false") => false,
             Some("true") => true,
             Some(_) => return Err(ProxyError::bad_field("stream", "`stream` must be a boolean")),
         };
-        Ok(Self { model, stream, fields })
+        Ok(Self { model, stream, body, model_span })
     }
 
     /// The body to send upstream: the client's, with `model` replaced.
     pub fn upstream_body(&self, model: &str) -> Bytes {
-        let mut out = Vec::with_capacity(self.fields.values().map(|v| v.get().len() + 16).sum());
-        out.push(b'{');
         let model_json = serde_json::Value::from(model).to_string();
-        for (i, (k, v)) in self.fields.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            out.extend_from_slice(serde_json::Value::from(k.as_str()).to_string().as_bytes());
-            out.push(b':');
-            out.extend_from_slice(if k == "model" { model_json.as_bytes() } else { v.get().as_bytes() });
-        }
-        out.push(b'}');
+        let mut out = Vec::with_capacity(self.body.len() + model_json.len());
+        out.extend_from_slice(&self.body[..self.model_span.start]);
+        out.extend_from_slice(model_json.as_bytes());
+        out.extend_from_slice(&self.body[self.model_span.end..]);
         Bytes::from(out)
     }
 }
@@ -80,7 +99,7 @@ pub async fn handle(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ProxyError> {
     let body = body.map_err(|e| ProxyError::new(e.status(), "invalid_request_error", "invalid_body", e.body_text()))?;
-    let req = ChatRequest::parse(&body)?;
+    let req = ChatRequest::parse(body)?;
     let snapshot = state.connections.snapshot();
     let target = resolve(&req.model, &snapshot).map_err(|e| match e {
         ResolveError::Ambiguous(..) => ProxyError::bad_field("model", e.to_string()),
@@ -117,21 +136,23 @@ mod tests {
 
     #[test]
     fn rewrites_only_the_model_and_keeps_unknown_fields() {
-        let req = ChatRequest::parse(br#"{"model":"openai/gpt-4o","messages":[{"role":"user","content":"hi"}],"x_custom":{"a":[1,2]},"stream":true}"#).unwrap();
+        let body = r#"{"messages":[{"role":"user","content":"hi"}], "model" : "openai/gpt-4o","x_custom":{"a":[1,2]},"stream":true}"#;
+        let req = ChatRequest::parse(Bytes::from_static(body.as_bytes())).unwrap();
         assert!(req.stream);
-        let out: serde_json::Value = serde_json::from_slice(&req.upstream_body("gpt-4o")).unwrap();
-        assert_eq!(out["model"], "gpt-4o");
-        assert_eq!(out["x_custom"]["a"][1], 2);
-        assert_eq!(out["messages"][0]["content"], "hi");
+        assert_eq!(req.model, "openai/gpt-4o");
+        let out = req.upstream_body("gpt-4o");
+        assert_eq!(out, body.replace(r#""openai/gpt-4o""#, r#""gpt-4o""#).as_bytes(), "only the model span changes");
     }
 
     #[test]
     fn bad_bodies_name_the_field() {
-        let param = |b: &[u8]| ChatRequest::parse(b).unwrap_err().param;
+        let param = |b: &'static [u8]| ChatRequest::parse(Bytes::from_static(b)).unwrap_err().param;
         assert_eq!(param(br#"{"messages":[{}]}"#), Some("model"));
         assert_eq!(param(br#"{"model":"m","messages":[]}"#), Some("messages"));
         assert_eq!(param(br#"{"model":5,"messages":[{}]}"#), Some("model"));
         assert_eq!(param(br#"{"model":"m","messages":[{}],"stream":"yes"}"#), Some("stream"));
-        assert_eq!(ChatRequest::parse(b"{not json").unwrap_err().code, "invalid_json");
+        assert_eq!(param(br#"{"model":"m"}"#), Some("messages"));
+        assert_eq!(ChatRequest::parse(Bytes::from_static(b"{not json")).unwrap_err().code, "invalid_json");
+        assert_eq!(ChatRequest::parse(Bytes::from_static(br#"["m",[{}]]"#)).unwrap_err().code, "invalid_json");
     }
 }

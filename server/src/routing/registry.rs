@@ -10,7 +10,10 @@ use std::{collections::HashMap, fmt, sync::Arc};
 use crate::{
     auth::secrets::SecretBox,
     db::connections,
-    upstream::catalog::{self, Provider},
+    upstream::{
+        catalog::{self, Provider},
+        executor,
+    },
 };
 
 /// A credential held in memory; `Debug` never shows it.
@@ -28,11 +31,25 @@ impl fmt::Debug for Credential {
 pub struct LiveConnection {
     pub id: String,
     pub provider: &'static Provider,
-    pub name: String,
-    /// The connection's override, else the provider default; no trailing `/`.
-    pub base_url: String,
+    /// The connection's override, else the provider default; no trailing
+    /// `/`. Parsed once here, not per request.
+    pub base_url: reqwest::Url,
+    /// Kept for redacting upstream texts that echo it.
     pub credential: Option<Credential>,
-    pub priority: i32,
+    /// Authentication + identity headers, built once per connection.
+    pub auth_headers: reqwest::header::HeaderMap,
+}
+
+impl LiveConnection {
+    pub fn new(
+        id: String,
+        provider: &'static Provider,
+        base_url: reqwest::Url,
+        credential: Option<Credential>,
+    ) -> Self {
+        let auth_headers = executor::auth_headers(provider.protocol, credential.as_ref().map(|c| c.0.as_str()));
+        Self { id, provider, base_url, credential, auth_headers }
+    }
 }
 
 /// An immutable view of every routable connection.
@@ -93,23 +110,23 @@ impl ConnectionRegistry {
                     continue;
                 }
             };
-            let base_url =
-                row.base_url.as_deref().unwrap_or(provider.default_base_url).trim_end_matches('/').to_owned();
-            if base_url.is_empty() {
-                tracing::warn!(connection_id = %row.id, "connection without a base URL skipped");
+            let Some(base_url) = parse_base_url(row.base_url.as_deref().unwrap_or(provider.default_base_url)) else {
+                tracing::warn!(connection_id = %row.id, "connection without a usable base URL skipped");
                 continue;
-            }
-            live.push(LiveConnection {
-                id: row.id,
-                provider,
-                name: row.name,
-                base_url,
-                credential,
-                priority: row.priority,
-            });
+            };
+            live.push(LiveConnection::new(row.id, provider, base_url, credential));
         }
         // Rows arrive in routing order already; grouping keeps it.
         self.snapshot.store(Arc::new(Snapshot::from_live(live)));
         Ok(())
     }
+}
+
+/// A base URL as the executor extends it: absolute, no trailing `/`.
+pub fn parse_base_url(raw: &str) -> Option<reqwest::Url> {
+    let trimmed = raw.trim().trim_end_matches('/');
+    if trimmed.is_empty() {
+        return None;
+    }
+    reqwest::Url::parse(trimmed).ok()
 }

@@ -48,13 +48,13 @@ mod tests {
     use crate::routing::registry::LiveConnection;
 
     fn snapshot(providers: &[&str]) -> Snapshot {
-        Snapshot::from_live(providers.iter().map(|id| LiveConnection {
-            id: format!("c-{id}"),
-            provider: catalog::find(id).unwrap(),
-            name: "n".into(),
-            base_url: "http://x".into(),
-            credential: None,
-            priority: 0,
+        Snapshot::from_live(providers.iter().map(|id| {
+            LiveConnection::new(
+                format!("c-{id}"),
+                catalog::find(id).unwrap(),
+                reqwest::Url::parse("http://x").unwrap(),
+                None,
+            )
         }))
     }
 

@@ -12,7 +12,7 @@ use crate::{
         connections::{self, ConnectionRow},
         now_ms,
     },
-    routing::registry::{Credential, LiveConnection},
+    routing::registry::{Credential, LiveConnection, parse_base_url},
     state::AppState,
     upstream::catalog,
 };
@@ -146,14 +146,10 @@ pub async fn test(state: &AppState, id: &str) -> Result<ConnectionTestResult, Se
         Some(Err(e)) => return Ok(failed_test(0, 0, e.to_string())),
         None => None,
     };
-    let conn = LiveConnection {
-        base_url: row.base_url.clone().unwrap_or_else(|| provider.default_base_url.to_owned()),
-        id: row.id,
-        provider,
-        name: row.name,
-        credential,
-        priority: row.priority,
+    let Some(base_url) = parse_base_url(row.base_url.as_deref().unwrap_or(provider.default_base_url)) else {
+        return Ok(failed_test(0, 0, "the connection has no usable base URL".into()));
     };
+    let conn = LiveConnection::new(row.id, provider, base_url, credential);
     let started = Instant::now();
     let result = match state.executor.list_models(&conn).await {
         Err(e) => failed_test(0, started.elapsed().as_millis() as u64, e.to_string()),

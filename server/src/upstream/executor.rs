@@ -83,10 +83,10 @@ impl Executor {
         body: Bytes,
         stream: bool,
     ) -> Result<reqwest::Response, TransportError> {
-        let mut headers = auth_headers(conn);
+        let mut headers = conn.auth_headers.clone();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(ACCEPT, HeaderValue::from_static(if stream { "text/event-stream" } else { "application/json" }));
-        let req = self.client.post(format!("{}{path}", conn.base_url)).headers(headers).body(body);
+        let req = self.client.post(endpoint(&conn.base_url, path)).headers(headers).body(body);
         self.send(req).await
     }
 
@@ -94,8 +94,8 @@ impl Executor {
     pub async fn list_models(&self, conn: &LiveConnection) -> Result<reqwest::Response, TransportError> {
         let req = self
             .client
-            .get(format!("{}{}", conn.base_url, models_path(conn.provider.protocol)))
-            .headers(auth_headers(conn));
+            .get(endpoint(&conn.base_url, models_path(conn.provider.protocol)))
+            .headers(conn.auth_headers.clone());
         self.send(req).await
     }
 
@@ -108,6 +108,14 @@ impl Executor {
     }
 }
 
+/// `base` + `path`, without re-parsing the host for every request.
+fn endpoint(base: &reqwest::Url, path: &str) -> reqwest::Url {
+    let mut url = base.clone();
+    let joined = format!("{}{path}", base.path().trim_end_matches('/'));
+    url.set_path(&joined);
+    url
+}
+
 fn models_path(protocol: Protocol) -> &'static str {
     match protocol {
         Protocol::Anthropic => "/v1/models",
@@ -115,11 +123,11 @@ fn models_path(protocol: Protocol) -> &'static str {
     }
 }
 
-/// Authentication and identity headers for the connection's protocol.
-fn auth_headers(conn: &LiveConnection) -> HeaderMap {
+/// Authentication and identity headers for a protocol and credential.
+pub fn auth_headers(protocol: Protocol, secret: Option<&str>) -> HeaderMap {
     let mut h = HeaderMap::new();
     h.insert(USER_AGENT, HeaderValue::from_static(UA));
-    let Some(secret) = conn.credential.as_ref().map(|c| c.0.as_str()) else {
+    let Some(secret) = secret else {
         return h;
     };
     let sensitive = |s: &str| {
@@ -128,7 +136,7 @@ fn auth_headers(conn: &LiveConnection) -> HeaderMap {
             v
         })
     };
-    let (name, value) = match conn.provider.protocol {
+    let (name, value) = match protocol {
         Protocol::Anthropic => {
             h.insert("anthropic-version", HeaderValue::from_static("2023-06-01"));
             ("x-api-key", sensitive(secret))
