@@ -28,10 +28,19 @@ test('login, add/disable/delete a connection and create/revoke a key without Jav
   await expect(page.getByRole('alert')).toContainText('baseUrl');
   await expect(page.locator('tr', { hasText: 'needs-url' })).toHaveCount(0);
 
-  await row.getByRole('button', { name: 'Disable' }).click();
-  await expect(page.locator('tr', { hasText: 'nojs-deepseek' }).locator('[data-status]')).toHaveText('disabled');
-  await page.locator('tr', { hasText: 'nojs-deepseek' }).getByRole('button', { name: 'Delete' }).click();
-  await expect(page.locator('tr', { hasText: 'nojs-deepseek' })).toHaveCount(0);
+  // Edit: <details> opens natively; the form posts and the page reloads.
+  await row.getByText('Edit').click();
+  await row.getByLabel('Name').fill('nojs-renamed');
+  await row.getByLabel('Priority').fill('7');
+  await row.getByRole('button', { name: 'Save' }).click();
+  const renamed = page.locator('tr', { hasText: 'nojs-renamed' });
+  await expect(renamed).toContainText('…1234');
+  await expect(renamed.locator('td').nth(3)).toHaveText('7');
+
+  await renamed.getByRole('button', { name: 'Disable' }).click();
+  await expect(page.locator('tr', { hasText: 'nojs-renamed' }).locator('[data-status]')).toHaveText('disabled');
+  await page.locator('tr', { hasText: 'nojs-renamed' }).getByRole('button', { name: 'Delete' }).click();
+  await expect(page.locator('tr', { hasText: 'nojs-renamed' })).toHaveCount(0);
 
   await page.goto('/keys');
   await page.getByTestId('create-key').locator('input[name=name]').fill('nojs-key');

@@ -4,7 +4,7 @@
 //! flushes (used at shutdown and by tests). When the channel is full, rows
 //! are dropped and counted rather than slowing requests down.
 
-use sea_orm::{ActiveValue::Set, DatabaseConnection, NotSet};
+use sea_orm::{DatabaseConnection, NotSet};
 use std::sync::{
     Arc,
     atomic::{AtomicU64, Ordering},
@@ -20,25 +20,9 @@ const BATCH_MAX: usize = 512;
 /// Prune after this many rows were written since the last prune.
 const PRUNE_EVERY: u64 = 1000;
 
-/// One upstream attempt, as the proxy reports it.
-#[derive(Debug, Clone, Default)]
-pub struct AttemptRecord {
-    pub created_at: i64,
-    pub request_id: String,
-    pub endpoint: &'static str,
-    pub provider: &'static str,
-    pub connection_id: Option<String>,
-    pub model: String,
-    pub status: u16,
-    pub latency_ms: i64,
-    pub ttfb_ms: Option<i64>,
-    pub stream: bool,
-    pub prompt_tokens: Option<i64>,
-    pub completion_tokens: Option<i64>,
-    pub cached_tokens: Option<i64>,
-    pub error_kind: Option<&'static str>,
-    pub error_message: Option<String>,
-}
+/// One upstream attempt, as the proxy fills it in: the `proxy_logs` row
+/// itself (`id` is assigned by the database).
+pub type AttemptRecord = proxy_log::Model;
 
 enum Msg {
     Row(Box<AttemptRecord>),
@@ -108,23 +92,7 @@ async fn writer(db: DatabaseConnection, mut rx: mpsc::Receiver<Msg>, retention_r
 }
 
 fn to_active(r: AttemptRecord) -> proxy_log::ActiveModel {
-    proxy_log::ActiveModel {
-        id: NotSet,
-        created_at: Set(r.created_at),
-        request_id: Set(r.request_id),
-        endpoint: Set(r.endpoint.to_owned()),
-        provider: Set(r.provider.to_owned()),
-        connection_id: Set(r.connection_id),
-        model: Set(r.model),
-        status: Set(i32::from(r.status)),
-        latency_ms: Set(r.latency_ms),
-        ttfb_ms: Set(r.ttfb_ms),
-        stream: Set(r.stream),
-        prompt_tokens: Set(r.prompt_tokens),
-        completion_tokens: Set(r.completion_tokens),
-        cached_tokens: Set(r.cached_tokens),
-        error_kind: Set(r.error_kind.map(str::to_owned)),
-        error_message: Set(r.error_message),
-        egress_ip: Set(None),
-    }
+    let mut row = proxy_log::ActiveModel::from(r);
+    row.id = NotSet;
+    row
 }

@@ -4,7 +4,6 @@
 mod common;
 
 use common::{ADMIN_PASSWORD, Gateway, MGMT_KEY, chat_body, v1};
-use fake_upstream::FakeUpstream;
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -53,8 +52,7 @@ async fn login_sets_a_strict_http_only_session_cookie_and_logout_ends_it() {
 
 #[tokio::test]
 async fn client_keys_gate_v1_once_any_exists_and_scopes_gate_api() {
-    let fake = FakeUpstream::start().await.unwrap();
-    let gw = Gateway::start().await;
+    let (fake, gw) = Gateway::with_fake().await;
     gw.add_connection("openai", "main", "sk-upstream-1", &v1(&fake), 0).await;
 
     // No key exists yet: anonymous local use is allowed.
@@ -83,15 +81,7 @@ async fn client_keys_gate_v1_once_any_exists_and_scopes_gate_api() {
 
     // An inference key is not a management credential; a management-scoped key is.
     assert_eq!(gw.http.get(format!("{}/api/keys", gw.url)).bearer_auth(&key).send().await.unwrap().status(), 401);
-    let mgmt: Value = gw
-        .api(Method::POST, "/api/keys")
-        .json(&json!({"name": "ops", "scopes": ["management"]}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let mgmt = gw.create_key(json!({"name": "ops", "scopes": ["management"]})).await;
     let mgmt_key = mgmt["key"].as_str().unwrap();
     assert_eq!(gw.http.get(format!("{}/api/keys", gw.url)).bearer_auth(mgmt_key).send().await.unwrap().status(), 200);
     // ...but it may not call /v1 (no inference scope).
@@ -108,15 +98,7 @@ async fn client_keys_gate_v1_once_any_exists_and_scopes_gate_api() {
 #[tokio::test]
 async fn keys_are_shown_once_and_stored_only_as_hashes() {
     let gw = Gateway::start().await;
-    let created: Value = gw
-        .api(Method::POST, "/api/keys")
-        .json(&json!({"name": "a", "scopes": ["inference"]}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let created = gw.create_key(json!({"name": "a", "scopes": ["inference"]})).await;
     let key = created["key"].as_str().unwrap();
     let list = gw.api(Method::GET, "/api/keys").send().await.unwrap().text().await.unwrap();
     assert!(!list.contains(key), "the list must not show the key");

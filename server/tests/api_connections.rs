@@ -11,14 +11,14 @@ use serde_json::{Value, json};
 const SECRET: &str = "sk-very-secret-upstream-key-9876";
 
 async fn count(gw: &Gateway) -> u64 {
-    let body: Value = gw.api(Method::GET, "/api/providers").send().await.unwrap().json().await.unwrap();
+    let body = gw.get_json("/api/providers").await;
     body["total"].as_u64().unwrap()
 }
 
 #[tokio::test]
 async fn crud_round_trip_never_returns_the_credential() {
     let gw = Gateway::start().await;
-    let catalog: Value = gw.api(Method::GET, "/api/providers/catalog").send().await.unwrap().json().await.unwrap();
+    let catalog = gw.get_json("/api/providers/catalog").await;
     assert!(
         catalog
             .as_array()
@@ -124,15 +124,14 @@ async fn bad_input_is_a_field_level_400_and_changes_nothing() {
     let bad_key =
         gw.api(Method::POST, "/api/keys").json(&json!({"name": "k", "scopes": ["root"]})).send().await.unwrap();
     assert_eq!(bad_key.status(), 400);
-    let keys: Value = gw.api(Method::GET, "/api/keys").send().await.unwrap().json().await.unwrap();
+    let keys = gw.get_json("/api/keys").await;
     assert_eq!(keys["keys"].as_array().unwrap().len(), 0);
     gw.stop().await;
 }
 
 #[tokio::test]
 async fn connection_test_reports_status_latency_and_models() {
-    let fake = fake_upstream::FakeUpstream::start().await.unwrap();
-    let gw = Gateway::start().await;
+    let (fake, gw) = Gateway::with_fake().await;
     let good = gw.add_connection("openai", "good", "sk-good-0001", &common::v1(&fake), 0).await;
     let res: Value =
         gw.api(Method::POST, &format!("/api/providers/{good}/test")).send().await.unwrap().json().await.unwrap();

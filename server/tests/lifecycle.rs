@@ -160,8 +160,7 @@ async fn a_mid_stream_upstream_drop_ends_with_an_error_event() {
 
 #[tokio::test]
 async fn logs_filter_by_provider_and_status() {
-    let fake = FakeUpstream::start().await.unwrap();
-    let gw = Gateway::start().await;
+    let (fake, gw) = Gateway::with_fake().await;
     gw.add_connection("openai", "o", "sk-o", &v1(&fake), 0).await;
     gw.add_connection("deepseek", "d", "sk-d", &v1(&fake), 0).await;
     fake.push_rule(Rule {

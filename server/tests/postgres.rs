@@ -63,7 +63,7 @@ async fn the_gateway_runs_on_postgres() {
 
     // A restart on the same database keeps everything.
     let gw = Gateway::start_with(dir, Some(url)).await;
-    let list: Value = gw.api(Method::GET, "/api/providers").send().await.unwrap().json().await.unwrap();
+    let list = gw.get_json("/api/providers").await;
     assert_eq!(list["total"], 2);
     assert_eq!(server::db::logs::prune(&db, 1).await.unwrap(), 1);
     gw.stop().await;

@@ -5,13 +5,12 @@
 mod common;
 
 use common::{Gateway, chat_body, dead_url, v1};
-use fake_upstream::{FakeUpstream, Rule};
+use fake_upstream::Rule;
 use serde_json::{Value, json};
 
 #[tokio::test]
 async fn non_stream_request_reaches_the_upstream_with_headers_built_from_scratch() {
-    let fake = FakeUpstream::start().await.unwrap();
-    let gw = Gateway::start().await;
+    let (fake, gw) = Gateway::with_fake().await;
     let id = gw.add_connection("openai", "main", "sk-upstream-abc", &v1(&fake), 0).await;
 
     let resp = gw
@@ -54,8 +53,7 @@ async fn non_stream_request_reaches_the_upstream_with_headers_built_from_scratch
 
 #[tokio::test]
 async fn stream_is_passed_through_byte_for_byte() {
-    let fake = FakeUpstream::start().await.unwrap();
-    let gw = Gateway::start().await;
+    let (fake, gw) = Gateway::with_fake().await;
     gw.add_connection("openai", "main", "sk-s", &v1(&fake), 0).await;
     let body =
         json!({"model": "gpt-4o-mini", "stream": true, "messages": [{"role": "user", "content": "stream please"}]});
@@ -87,8 +85,7 @@ async fn stream_is_passed_through_byte_for_byte() {
 
 #[tokio::test]
 async fn bare_model_ids_resolve_when_one_provider_serves_them() {
-    let fake = FakeUpstream::start().await.unwrap();
-    let gw = Gateway::start().await;
+    let (fake, gw) = Gateway::with_fake().await;
     gw.add_connection("deepseek", "ds", "sk-ds", &v1(&fake), 0).await;
     assert_eq!(gw.chat(chat_body("deepseek-chat", false), None).await.status(), 200);
     let unknown = gw.chat(chat_body("no-such-model", false), None).await;
@@ -103,8 +100,7 @@ async fn bare_model_ids_resolve_when_one_provider_serves_them() {
 
 #[tokio::test]
 async fn fails_over_to_the_next_connection_on_503_drop_and_refused() {
-    let fake = FakeUpstream::start().await.unwrap();
-    let gw = Gateway::start().await;
+    let (fake, gw) = Gateway::with_fake().await;
     let refused = gw.add_connection("openai", "refused", "sk-refused", &dead_url().await, 0).await;
     let flaky = gw.add_connection("openai", "flaky", "sk-flaky", &v1(&fake), 1).await;
     let good = gw.add_connection("openai", "good", "sk-good", &v1(&fake), 2).await;
@@ -156,8 +152,7 @@ async fn fails_over_to_the_next_connection_on_503_drop_and_refused() {
 
 #[tokio::test]
 async fn when_every_connection_fails_the_last_error_is_answered_with_retry_after() {
-    let fake = FakeUpstream::start().await.unwrap();
-    let gw = Gateway::start().await;
+    let (fake, gw) = Gateway::with_fake().await;
     let a = gw.add_connection("openai", "a", "sk-a", &v1(&fake), 0).await;
     let b = gw.add_connection("openai", "b", "sk-b", &v1(&fake), 1).await;
     fake.push_rule(Rule { api_key: Some("sk-a".into()), status: Some(500), ..Default::default() });
@@ -188,8 +183,7 @@ async fn when_every_connection_fails_the_last_error_is_answered_with_retry_after
 
 #[tokio::test]
 async fn client_errors_are_not_retried_and_pass_through() {
-    let fake = FakeUpstream::start().await.unwrap();
-    let gw = Gateway::start().await;
+    let (fake, gw) = Gateway::with_fake().await;
     gw.add_connection("openai", "a", "sk-a", &v1(&fake), 0).await;
     gw.add_connection("openai", "b", "sk-b", &v1(&fake), 1).await;
     fake.push_rule(Rule {
@@ -207,8 +201,7 @@ async fn client_errors_are_not_retried_and_pass_through() {
 
 #[tokio::test]
 async fn bad_requests_are_400_in_the_openai_envelope_and_reach_no_upstream() {
-    let fake = FakeUpstream::start().await.unwrap();
-    let gw = Gateway::start().await;
+    let (fake, gw) = Gateway::with_fake().await;
     gw.add_connection("openai", "a", "sk-a", &v1(&fake), 0).await;
     let send = |body: &'static str| {
         gw.http
@@ -239,8 +232,7 @@ async fn bad_requests_are_400_in_the_openai_envelope_and_reach_no_upstream() {
 
 #[tokio::test]
 async fn models_list_and_root_probe() {
-    let fake = FakeUpstream::start().await.unwrap();
-    let gw = Gateway::start().await;
+    let (fake, gw) = Gateway::with_fake().await;
     gw.add_connection("deepseek", "ds", "sk-ds", &v1(&fake), 0).await;
     let models: Value = gw.http.get(format!("{}/v1/models", gw.url)).send().await.unwrap().json().await.unwrap();
     let ids: Vec<&str> = models["data"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
@@ -252,19 +244,10 @@ async fn models_list_and_root_probe() {
 
 #[tokio::test]
 async fn key_allow_list_limits_the_connections_it_may_use() {
-    let fake = FakeUpstream::start().await.unwrap();
-    let gw = Gateway::start().await;
+    let (fake, gw) = Gateway::with_fake().await;
     let first = gw.add_connection("openai", "first", "sk-1", &v1(&fake), 0).await;
     let second = gw.add_connection("openai", "second", "sk-2", &v1(&fake), 1).await;
-    let created: Value = gw
-        .api(reqwest::Method::POST, "/api/keys")
-        .json(&json!({"name": "pinned", "allowedConnections": [second]}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let created = gw.create_key(json!({"name": "pinned", "allowedConnections": [second]})).await;
     let resp = gw.chat(chat_body("openai/gpt-4o-mini", false), created["key"].as_str()).await;
     assert_eq!(resp.headers()["x-omniroute-selected-connection-id"], second.as_str());
     assert_ne!(first, second);

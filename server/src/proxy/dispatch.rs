@@ -123,8 +123,8 @@ impl<'a> Attempt<'a> {
         let record = AttemptRecord {
             created_at: now_ms(),
             request_id: call.request_id.to_owned(),
-            endpoint: call.endpoint,
-            provider: conn.provider.id,
+            endpoint: call.endpoint.to_owned(),
+            provider: conn.provider.id.to_owned(),
             connection_id: Some(conn.id.clone()),
             model: call.target.model.clone(),
             stream: call.stream,
@@ -140,11 +140,11 @@ impl<'a> Attempt<'a> {
     /// Writes the log row and a trace line for a failed attempt.
     fn fail(mut self, status: Option<u16>, kind: &'static str, message: String, retry_after: Option<u64>) -> Failure {
         let message = redact(&message, self.conn);
-        self.record.status = status.unwrap_or(0);
+        self.record.status = i32::from(status.unwrap_or(0));
         self.record.latency_ms = self.elapsed_ms();
-        self.record.error_kind = Some(kind);
+        self.record.error_kind = Some(kind.to_owned());
         self.record.error_message = Some(truncate(&message, MAX_LOGGED_ERROR));
-        tracing::warn!(request_id = %self.record.request_id, provider = self.record.provider, connection_id = %self.conn.id, model = %self.record.model, status = self.record.status, reason = kind, "upstream attempt failed; trying the next connection");
+        tracing::warn!(request_id = %self.record.request_id, provider = %self.record.provider, connection_id = %self.conn.id, model = %self.record.model, status = self.record.status, reason = kind, "upstream attempt failed; trying the next connection");
         self.state.logs.record(self.record);
         Failure { connection_id: self.conn.id.clone(), status, retry_after, message }
     }
@@ -169,9 +169,9 @@ impl<'a> Attempt<'a> {
         // Some upstreams echo the credential; it must reach neither the
         // client nor the log.
         let text = redact(&String::from_utf8_lossy(&raw), self.conn);
-        self.record.status = status.as_u16();
+        self.record.status = i32::from(status.as_u16());
         self.record.latency_ms = self.elapsed_ms();
-        self.record.error_kind = Some("client_error");
+        self.record.error_kind = Some("client_error".to_owned());
         self.record.error_message = Some(truncate(&text, MAX_LOGGED_ERROR));
         let conn_id = self.conn.id.clone();
         self.finish_log();
@@ -183,7 +183,7 @@ impl<'a> Attempt<'a> {
     }
 
     async fn success(mut self, resp: reqwest::Response) -> Result<Response, Failure> {
-        self.record.status = resp.status().as_u16();
+        self.record.status = i32::from(resp.status().as_u16());
         if self.record.stream {
             let content_type = resp
                 .headers()
@@ -221,7 +221,7 @@ impl<'a> Attempt<'a> {
 
     fn finish_log(self) {
         let r = &self.record;
-        tracing::debug!(request_id = %r.request_id, provider = r.provider, connection_id = %self.conn.id, model = %r.model, status = r.status, latency_ms = r.latency_ms, "request served");
+        tracing::debug!(request_id = %r.request_id, provider = %r.provider, connection_id = %self.conn.id, model = %r.model, status = r.status, latency_ms = r.latency_ms, "request served");
         self.state.logs.record(self.record);
     }
 }

@@ -36,10 +36,10 @@ impl PassThrough {
         let Some(mut r) = self.record.take() else { return };
         r.latency_ms = self.started.elapsed().as_millis() as i64;
         if let Some((kind, message)) = error {
-            r.error_kind = Some(kind);
+            r.error_kind = Some(kind.to_owned());
             r.error_message = Some(message);
         }
-        tracing::debug!(request_id = %r.request_id, provider = r.provider, connection_id = r.connection_id.as_deref().unwrap_or(""), model = %r.model, status = r.status, latency_ms = r.latency_ms, error_kind = r.error_kind.unwrap_or(""), "stream finished");
+        tracing::debug!(request_id = %r.request_id, provider = %r.provider, connection_id = r.connection_id.as_deref().unwrap_or(""), model = %r.model, status = r.status, latency_ms = r.latency_ms, error_kind = r.error_kind.as_deref().unwrap_or(""), "stream finished");
         self.logs.record(r);
     }
 }

@@ -92,6 +92,23 @@ impl Gateway {
         req.send().await.unwrap()
     }
 
+    /// A fake upstream and a gateway, both on fresh ports.
+    pub async fn with_fake() -> (FakeUpstream, Self) {
+        (FakeUpstream::start().await.unwrap(), Self::start().await)
+    }
+
+    /// `GET` a management path, parsed as JSON.
+    pub async fn get_json(&self, path: &str) -> Value {
+        self.api(reqwest::Method::GET, path).send().await.unwrap().json().await.unwrap()
+    }
+
+    /// `POST /api/keys` with `body`; the answer (`{id, key}`).
+    pub async fn create_key(&self, body: Value) -> Value {
+        let resp = self.api(reqwest::Method::POST, "/api/keys").json(&body).send().await.unwrap();
+        assert_eq!(resp.status(), 201);
+        resp.json().await.unwrap()
+    }
+
     /// Every request-log row, newest first, after flushing the writer.
     pub async fn logs(&self) -> Vec<Value> {
         self.state.logs.flush().await;
