@@ -17,6 +17,10 @@ test('connection, key, proxied request and log row, all from the browser (JS on)
   await expect(page).toHaveURL(/\/providers$/);
   await hydrated(page);
 
+  await page.getByTestId('catalog').getByText('Provider catalog').click();
+  await expect(page.getByTestId('catalog')).toContainText('opencode-go');
+  await expect(page.getByTestId('catalog')).toContainText('https://api.openai.com/v1');
+
   const form = page.getByTestId('add-connection');
   await form.locator('select[name=provider]').selectOption('openai');
   await form.locator('input[name=name]').fill('e2e-openai');

@@ -190,3 +190,28 @@ async fn logs_query(gw: &Gateway, q: &str) -> Vec<Value> {
     let v: Value = gw.api(reqwest::Method::GET, &format!("/api/logs{q}")).send().await.unwrap().json().await.unwrap();
     v["logs"].as_array().unwrap().clone()
 }
+
+#[tokio::test]
+async fn migrate_and_reset_password_commands_work_on_the_data_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_omniroute");
+    let migrate = Command::new(bin).args(["migrate", "--data-dir"]).arg(dir.path()).output().unwrap();
+    assert!(migrate.status.success(), "{}", String::from_utf8_lossy(&migrate.stderr));
+    assert!(String::from_utf8_lossy(&migrate.stdout).contains("migrations applied"));
+    let reset = Command::new(bin)
+        .args(["reset-password", "--password", "a-new-admin-password", "--data-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(reset.status.success());
+    assert!(String::from_utf8_lossy(&reset.stdout).contains("a-new-admin-password"));
+
+    // The server keeps the reset password (INITIAL_PASSWORD only applies to a fresh database).
+    let gw = Gateway::start_in(dir).await;
+    let login = |password: &'static str| {
+        gw.http.post(format!("{}/api/auth/login", gw.url)).json(&json!({ "password": password })).send()
+    };
+    assert_eq!(login("a-new-admin-password").await.unwrap().status(), 200);
+    assert_eq!(login(common::ADMIN_PASSWORD).await.unwrap().status(), 401);
+    gw.stop().await;
+}

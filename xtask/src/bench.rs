@@ -2,11 +2,13 @@
 //! one run, on one machine. Reports ratios and differences, not absolute
 //! numbers: the load generator, the gateway and the fake share the cores.
 //!
-//! Phases (each run directly against the fake, then through the gateway,
-//! by the release-built `loadgen`):
-//! 1. throughput: c=32 non-stream requests for 10 s after a 2 s warm-up;
-//! 2. light load: 20 req/s for 5 s → latency p50/p99, added = gateway − direct;
-//! 3. streams: 50 sequential stream requests → time to first chunk.
+//! Phases (run by the release-built `loadgen`; the machine is shared and
+//! noisy, so direct and gateway measurements are interleaved):
+//! 1. throughput: c=32 non-stream requests, 3 rounds of (direct 4 s,
+//!    gateway 4 s), each after a 1 s warm-up; ratio = median round ratio;
+//! 2. light load: 20 req/s for 5 s per target, requests alternating between
+//!    direct and gateway → latency p50/p99, added = gateway − direct;
+//! 3. streams: 50 stream requests per target, alternating → time to first chunk.
 //!
 //! Also the gateway's CPU time per request (from /proc, during phase 1)
 //! and its RSS idle and under load. Writes `target/bench/latest.json`.
@@ -67,34 +69,49 @@ pub fn run() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Throughput rounds, interleaved so both targets see the same conditions.
+const ROUNDS: usize = 3;
+const ROUND_SECS: &str = "4";
+const ROUND_WARMUP_SECS: &str = "1";
+
 fn measure(direct: &Target, gateway: &Target, pid: u32) -> anyhow::Result<Value> {
     let rss_idle = rss_bytes(pid);
-    step("throughput (c=32, 10 s)");
-    let d_tp = loadgen(direct, "throughput")?;
-    let cpu_before = cpu_ticks(pid)?;
-    let (g_tp, rss_peak) = with_rss_sampler(pid, || loadgen(gateway, "throughput"))?;
-    let cpu_used = cpu_ticks(pid)? - cpu_before;
-    // Warm-up requests used CPU too: divide by everything the gateway served.
-    let served = g_tp["completed"].as_f64().unwrap_or(0.0) * (1.0 + 2.0 / 10.0);
+    step("throughput (c=32, 3 interleaved rounds)");
+    let (mut d_rps, mut g_rps, mut ratios, mut g_errors) = (Vec::new(), Vec::new(), Vec::new(), 0);
+    let (mut cpu_used, mut served, mut rss_peak) = (0u64, 0.0, 0u64);
+    for _ in 0..ROUNDS {
+        let d = loadgen(direct, "throughput", None)?;
+        let cpu_before = cpu_ticks(pid)?;
+        let (g, peak) = with_rss_sampler(pid, || loadgen(gateway, "throughput", None))?;
+        cpu_used += cpu_ticks(pid)? - cpu_before;
+        // The warm-up requests used CPU too.
+        served += g["completed"].as_f64().unwrap_or(0.0) * (1.0 + 1.0 / 4.0);
+        rss_peak = rss_peak.max(peak);
+        g_errors += g["errors"].as_u64().unwrap_or(0);
+        let (dr, gr) = (d["rps"].as_f64().unwrap_or(0.0), g["rps"].as_f64().unwrap_or(0.0));
+        ratios.push(gr / dr.max(f64::MIN_POSITIVE));
+        d_rps.push(dr);
+        g_rps.push(gr);
+    }
     let cpu_us_per_req = cpu_used as f64 / TICKS_PER_SEC * 1e6 / served.max(1.0);
 
-    step("light load (20 req/s)");
-    let d_light = latencies(&loadgen(direct, "light")?);
-    let g_light = latencies(&loadgen(gateway, "light")?);
-    step("streams: time to first chunk");
-    let d_first = latencies(&loadgen(direct, "stream")?);
-    let g_first = latencies(&loadgen(gateway, "stream")?);
+    step("light load (20 req/s, alternating)");
+    let light = loadgen(direct, "light", Some(gateway))?;
+    let (d_light, g_light) = (latencies(&light, "latenciesMs"), latencies(&light, "vsLatenciesMs"));
+    step("streams: time to first chunk (alternating)");
+    let first = loadgen(direct, "stream", Some(gateway))?;
+    let (d_first, g_first) = (latencies(&first, "latenciesMs"), latencies(&first, "vsLatenciesMs"));
 
-    let rps = |v: &Value| v["rps"].as_f64().unwrap_or(0.0);
     let p = percentile;
     Ok(json!({
         "throughput": {
             "concurrency": 32,
-            "directRps": rps(&d_tp),
-            "gatewayRps": rps(&g_tp),
-            "ratio": rps(&g_tp) / rps(&d_tp).max(f64::MIN_POSITIVE),
-            "directErrors": d_tp["errors"],
-            "gatewayErrors": g_tp["errors"],
+            "rounds": ROUNDS,
+            "directRps": p(&d_rps, 0.5),
+            "gatewayRps": p(&g_rps, 0.5),
+            "ratio": p(&ratios, 0.5),
+            "roundRatios": ratios,
+            "gatewayErrors": g_errors,
         },
         "lightLoadLatencyMs": {
             "ratePerSec": 20,
@@ -138,12 +155,22 @@ async fn setup(gw: &str, fake: &str) -> anyhow::Result<String> {
     key["key"].as_str().map(str::to_owned).context("no key in the answer")
 }
 
-/// Runs one `loadgen` phase and parses its JSON line.
-fn loadgen(t: &Target, mode: &str) -> anyhow::Result<Value> {
+/// Runs one `loadgen` phase (against `t`, alternating with `vs` when
+/// given) and parses its JSON line.
+fn loadgen(t: &Target, mode: &str, vs: Option<&Target>) -> anyhow::Result<Value> {
     let mut cmd = Command::new(util::target_dir().join("release/loadgen"));
     cmd.args(["--url", &t.url, "--model", t.model, "--mode", mode]);
     if let Some(k) = &t.key {
         cmd.args(["--key", k]);
+    }
+    if let Some(v) = vs {
+        cmd.args(["--vs-url", &v.url, "--vs-model", v.model]);
+        if let Some(k) = &v.key {
+            cmd.args(["--vs-key", k]);
+        }
+    }
+    if mode == "throughput" {
+        cmd.args(["--secs", ROUND_SECS, "--warmup", ROUND_WARMUP_SECS]);
     }
     let out: Value = serde_json::from_str(util::output(&mut cmd)?.trim())?;
     if mode == "throughput" {
@@ -172,8 +199,8 @@ fn with_rss_sampler<T>(pid: u32, f: impl FnOnce() -> anyhow::Result<T>) -> anyho
     Ok((result?, peak.load(Ordering::Relaxed)))
 }
 
-fn latencies(v: &Value) -> Vec<f64> {
-    v["latenciesMs"].as_array().map(|a| a.iter().filter_map(Value::as_f64).collect()).unwrap_or_default()
+fn latencies(v: &Value, field: &str) -> Vec<f64> {
+    v[field].as_array().map(|a| a.iter().filter_map(Value::as_f64).collect()).unwrap_or_default()
 }
 
 fn percentile(samples: &[f64], q: f64) -> f64 {
@@ -206,7 +233,7 @@ fn print_report(r: &Value) {
     let f = |p: &str| r.pointer(p).and_then(Value::as_f64).unwrap_or(f64::NAN);
     println!("\n== OmniRoute bench (gateway vs direct-to-fake, same run) ==");
     println!(
-        "throughput c=32      direct {:>8.0} req/s   gateway {:>8.0} req/s   ratio {:.3}",
+        "throughput c=32      direct {:>8.0} req/s   gateway {:>8.0} req/s   ratio {:.3} (median of rounds)",
         f("/throughput/directRps"),
         f("/throughput/gatewayRps"),
         f("/throughput/ratio")

@@ -79,6 +79,12 @@ pub fn ProvidersPage() -> impl IntoView {
             </section>
             <Transition fallback=Loading>
                 {move || Suspend::new(async move {
+                    let entries = catalog.await.unwrap_or_default();
+                    view! { <CatalogTable entries /> }
+                })}
+            </Transition>
+            <Transition fallback=Loading>
+                {move || Suspend::new(async move {
                     match connections.await {
                         Ok(list) => view! { <ConnectionTable rows=list.connections actions /> }.into_any(),
                         Err(e) => view! { <p role="alert">{e.to_string()}</p> }.into_any(),
@@ -101,6 +107,45 @@ fn ProviderSelect(entries: Vec<CatalogEntry>) -> impl IntoView {
                 })
                 .collect_view()}
         </select>
+    }
+}
+
+/// Every provider the gateway knows, folded away by default.
+#[component]
+fn CatalogTable(entries: Vec<CatalogEntry>) -> impl IntoView {
+    view! {
+        <details class="mb-6 bg-white p-4 rounded-md shadow-sm" data-testid="catalog">
+            <summary class="cursor-pointer font-semibold">{format!("Provider catalog ({})", entries.len())}</summary>
+            <table class="w-full text-sm mt-2">
+                <thead>
+                    <tr class="text-left border-b border-slate-200">
+                        <th class="p-2">"Id"</th>
+                        <th class="p-2">"Protocol"</th>
+                        <th class="p-2">"Category"</th>
+                        <th class="p-2">"Default base URL"</th>
+                        <th class="p-2">"Known models"</th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {entries
+                        .into_iter()
+                        .map(|p| {
+                            view! {
+                                <tr class="border-b border-slate-100">
+                                    <td class="p-2 font-mono">{p.id}</td>
+                                    <td class="p-2">{p.protocol.as_str()}</td>
+                                    <td class="p-2">{p.category.as_str()}</td>
+                                    <td class="p-2 font-mono text-xs">
+                                        {if p.default_base_url.is_empty() { "set per connection".to_owned() } else { p.default_base_url }}
+                                    </td>
+                                    <td class="p-2 text-xs">{p.models.join(", ")}</td>
+                                </tr>
+                            }
+                        })
+                        .collect_view()}
+                </tbody>
+            </table>
+        </details>
     }
 }
 

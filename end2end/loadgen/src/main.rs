@@ -3,16 +3,28 @@
 //! URL; prints one JSON line with counts and latencies (ms).
 //!
 //! `loadgen --url U --model M [--key K] --mode throughput|light|stream
-//!   [--concurrency 32] [--secs 10] [--warmup 2] [--rate 20] [--samples 50]`
+//!   [--concurrency 32] [--secs 10] [--warmup 2] [--rate 20] [--samples 50]
+//!   [--vs-url U2 --vs-model M2 [--vs-key K2]]`
+//!
+//! With `--vs-*`, `light` and `stream` alternate requests between the two
+//! targets, so both see the same machine conditions (latencies of the
+//! second target come as `vsLatenciesMs`).
 
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
-struct Args {
+/// Where requests go.
+#[derive(Clone, Default)]
+struct Target {
     url: String,
     model: String,
     key: Option<String>,
+}
+
+struct Args {
+    target: Target,
+    vs: Option<Target>,
     mode: String,
     concurrency: usize,
     secs: u64,
@@ -23,9 +35,8 @@ struct Args {
 
 fn parse_args() -> anyhow::Result<Args> {
     let mut a = Args {
-        url: String::new(),
-        model: String::new(),
-        key: None,
+        target: Target::default(),
+        vs: None,
         mode: String::new(),
         concurrency: 32,
         secs: 10,
@@ -37,9 +48,12 @@ fn parse_args() -> anyhow::Result<Args> {
     while let Some(flag) = it.next() {
         let value = it.next().with_context(|| format!("{flag} needs a value"))?;
         match flag.as_str() {
-            "--url" => a.url = value,
-            "--model" => a.model = value,
-            "--key" => a.key = Some(value),
+            "--url" => a.target.url = value,
+            "--model" => a.target.model = value,
+            "--key" => a.target.key = Some(value),
+            "--vs-url" => a.vs.get_or_insert_with(Target::default).url = value,
+            "--vs-model" => a.vs.get_or_insert_with(Target::default).model = value,
+            "--vs-key" => a.vs.get_or_insert_with(Target::default).key = Some(value),
             "--mode" => a.mode = value,
             "--concurrency" => a.concurrency = value.parse()?,
             "--secs" => a.secs = value.parse()?,
@@ -49,8 +63,10 @@ fn parse_args() -> anyhow::Result<Args> {
             other => bail!("unknown flag {other}"),
         }
     }
-    if a.url.is_empty() || a.model.is_empty() {
-        bail!("--url and --model are required");
+    for t in std::iter::once(&a.target).chain(a.vs.as_ref()) {
+        if t.url.is_empty() || t.model.is_empty() {
+            bail!("--url and --model (and --vs-url with --vs-model) are required");
+        }
     }
     Ok(a)
 }
@@ -71,25 +87,36 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn request(http: &reqwest::Client, a: &Args, stream: bool) -> reqwest::RequestBuilder {
-    let body = json!({"model": a.model, "stream": stream, "messages": [
+fn request(http: &reqwest::Client, t: &Target, stream: bool) -> reqwest::RequestBuilder {
+    let body = json!({"model": t.model, "stream": stream, "messages": [
         {"role": "system", "content": "You are terse."},
         {"role": "user", "content": "Say hello in five words."}]});
-    let req = http.post(&a.url).json(&body);
-    match &a.key {
+    let req = http.post(&t.url).json(&body);
+    match &t.key {
         Some(k) => req.bearer_auth(k),
         None => req,
     }
 }
 
-async fn one(http: &reqwest::Client, a: &Args) -> anyhow::Result<Duration> {
+/// One non-stream request, read to the end.
+async fn one(http: &reqwest::Client, t: &Target) -> anyhow::Result<Duration> {
     let started = Instant::now();
-    let resp = request(http, a, false).send().await?;
+    let resp = request(http, t, false).send().await?;
     if !resp.status().is_success() {
         bail!("status {}", resp.status());
     }
     resp.bytes().await?;
     Ok(started.elapsed())
+}
+
+/// One stream request: time to its first chunk (read to the end).
+async fn first_chunk(http: &reqwest::Client, t: &Target) -> anyhow::Result<Duration> {
+    let started = Instant::now();
+    let mut resp = request(http, t, true).send().await?;
+    resp.chunk().await?.context("empty stream")?;
+    let elapsed = started.elapsed();
+    while resp.chunk().await?.is_some() {}
+    Ok(elapsed)
 }
 
 /// Closed loop at `concurrency` for `secs` after `warmup`.
@@ -106,7 +133,7 @@ async fn closed_loop(http: &reqwest::Client, a: &Args, window: Duration) -> (u64
     let workers = (0..a.concurrency).map(|_| async move {
         let (mut ok, mut err) = (0u64, 0u64);
         while Instant::now() < deadline {
-            match one(http, a).await {
+            match one(http, &a.target).await {
                 Ok(_) => ok += 1,
                 Err(_) => err += 1,
             }
@@ -116,31 +143,46 @@ async fn closed_loop(http: &reqwest::Client, a: &Args, window: Duration) -> (u64
     futures_util::future::join_all(workers).await.into_iter().fold((0, 0), |(a, b), (c, d)| (a + c, b + d))
 }
 
+/// Latencies of `n` rounds of `probe`, alternating between the targets.
+async fn paired<'a, F, Fut>(
+    a: &'a Args,
+    n: usize,
+    mut pace: Option<tokio::time::Interval>,
+    probe: F,
+) -> anyhow::Result<Value>
+where
+    F: Fn(&'a Target) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<Duration>>,
+{
+    let (mut main, mut vs) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for _ in 0..n {
+        for (t, out) in std::iter::once((&a.target, &mut main)).chain(a.vs.as_ref().map(|v| (v, &mut vs))) {
+            if let Some(p) = pace.as_mut() {
+                p.tick().await;
+            }
+            out.push(probe(t).await?.as_secs_f64() * 1000.0);
+        }
+    }
+    Ok(json!({"latenciesMs": main, "vsLatenciesMs": vs}))
+}
+
 /// Open loop at `rate` req/s for `secs`: per-request latency.
 async fn light(http: &reqwest::Client, a: &Args) -> anyhow::Result<Value> {
-    for _ in 0..a.rate {
-        one(http, a).await?;
+    for t in std::iter::once(&a.target).chain(a.vs.as_ref()) {
+        for _ in 0..a.rate {
+            one(http, t).await?;
+        }
     }
-    let mut tick = tokio::time::interval(Duration::from_micros(1_000_000 / a.rate.max(1)));
-    let mut latencies = Vec::new();
-    for _ in 0..a.rate * a.secs {
-        tick.tick().await;
-        latencies.push(one(http, a).await?.as_secs_f64() * 1000.0);
-    }
-    Ok(json!({"latenciesMs": latencies}))
+    let pace = tokio::time::interval(Duration::from_micros(1_000_000 / a.rate.max(1)));
+    paired(a, (a.rate * a.secs) as usize, Some(pace), |t| one(http, t)).await
 }
 
 /// Sequential streams: time to the first body chunk.
 async fn stream(http: &reqwest::Client, a: &Args) -> anyhow::Result<Value> {
-    let mut latencies = Vec::new();
-    for i in 0..a.samples + 5 {
-        let started = Instant::now();
-        let mut resp = request(http, a, true).send().await?;
-        resp.chunk().await?.context("empty stream")?;
-        if i >= 5 {
-            latencies.push(started.elapsed().as_secs_f64() * 1000.0);
+    for t in std::iter::once(&a.target).chain(a.vs.as_ref()) {
+        for _ in 0..5 {
+            first_chunk(http, t).await?;
         }
-        while resp.chunk().await?.is_some() {}
     }
-    Ok(json!({"latenciesMs": latencies}))
+    paired(a, a.samples, None, |t| first_chunk(http, t)).await
 }
