@@ -5,7 +5,12 @@
 
 use leptos::prelude::*;
 
-use crate::types::{ApiKeyList, CatalogEntry, ConnectionList, ConnectionTestResult, CreatedApiKey, LogList};
+use std::collections::HashMap;
+
+use crate::types::{
+    ApiKeyList, CatalogEntry, ConnectionList, ConnectionTestResult, CreatedApiKey, FieldError, LogList,
+    settings::ResilienceView,
+};
 
 #[cfg(feature = "ssr")]
 mod ssr {
@@ -180,4 +185,45 @@ pub async fn revoke_key(id: String) -> Result<(), ServerFnError> {
 pub async fn get_logs(provider: Option<String>, status: Option<String>) -> Result<LogList, ServerFnError> {
     let status = given(status).and_then(|s| s.parse::<i32>().ok());
     ssr::backend()?.list_logs(given(provider), status, 200).await.map_err(|e| ssr::fail("/logs", e))
+}
+
+#[server(prefix = "/sfn", endpoint = "resilience")]
+pub async fn get_resilience() -> Result<ResilienceView, ServerFnError> {
+    Ok(ssr::backend()?.resilience())
+}
+
+/// The outcome of saving one settings card: the card, and the field
+/// errors that kept it from being saved (none when it was saved).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CardSaved {
+    pub card: String,
+    pub errors: Vec<FieldError>,
+}
+
+/// Saves one settings card: its inputs (named by JSON path) become a
+/// PATCH of exactly its fields, checked by the same shared rules the
+/// browser ran. After a plain form post the page is shown again, with the
+/// errors in `?error=` when it was refused.
+#[server(prefix = "/sfn", endpoint = "save_resilience")]
+pub async fn save_resilience(card: String, fields: HashMap<String, String>) -> Result<CardSaved, ServerFnError> {
+    use crate::{backend::BackendError, pages::settings::cards};
+    let backend = ssr::backend()?;
+    let spec = cards::find(&card).ok_or_else(|| ServerFnError::new(format!("unknown settings card {card:?}")))?;
+    let view = backend.resilience();
+    let values = fields.into_iter().collect();
+    let result = match crate::types::settings::form_to_patch(&spec.editable(&view), &values) {
+        Ok(patch) => backend.patch_resilience(patch).await.map(drop),
+        Err(errors) => Err(BackendError::Invalid(errors)),
+    };
+    match result {
+        Ok(()) => Ok(CardSaved { card, errors: Vec::new() }),
+        Err(BackendError::Invalid(errors)) => {
+            if ssr::is_form_post() {
+                let message = BackendError::Invalid(errors.clone()).to_string();
+                leptos_axum::redirect(&format!("{}?error={}", spec.page, crate::format::query_escape(&message)));
+            }
+            Ok(CardSaved { card, errors })
+        }
+        Err(e) => Err(ssr::fail(spec.page, e)),
+    }
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::types::{
     ApiKeyList, CatalogEntry, ConnectionList, ConnectionTestResult, ConnectionView, CreateApiKey, CreateConnection,
     CreatedApiKey, FieldError, LogList, UpdateConnection,
+    settings::{ResilienceSettings, ResilienceView},
 };
 
 /// A failure a page can show.
@@ -54,6 +55,10 @@ pub trait Backend: Send + Sync + 'static {
     /// The stashed key of `id`, once.
     fn take_new_key(&self, id: &str) -> Option<CreatedApiKey>;
     async fn list_logs(&self, provider: Option<String>, status: Option<i32>, limit: u64) -> BackendResult<LogList>;
+    /// The effective resilience settings and what the environment sets.
+    fn resilience(&self) -> ResilienceView;
+    /// Applies a partial settings document, like `PATCH /api/resilience`.
+    async fn patch_resilience(&self, patch: serde_json::Value) -> BackendResult<ResilienceSettings>;
 }
 
 /// The backend as the server provides it to the app.

@@ -53,8 +53,8 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/logs") view=pages::logs::LogsPage ssr=SsrMode::Async />
                 <Route path=path!("/monitoring/health") view=pages::health::HealthPage ssr=SsrMode::Async />
                 <Route path=path!("/combos") view=pages::later::CombosPage ssr=SsrMode::Async />
-                <Route path=path!("/settings/resilience") view=pages::later::ResiliencePage ssr=SsrMode::Async />
-                <Route path=path!("/settings/model-lockout") view=pages::later::ModelLockoutPage ssr=SsrMode::Async />
+                <Route path=path!("/settings/resilience") view=pages::settings::ResiliencePage ssr=SsrMode::Async />
+                <Route path=path!("/settings/model-lockout") view=pages::settings::ModelLockoutPage ssr=SsrMode::Async />
                 <Route path=path!("/monitoring/cooldowns") view=pages::later::CooldownsPage ssr=SsrMode::Async />
             </Routes>
         </Router>

@@ -53,3 +53,23 @@ test('login, add/disable/delete a connection and create/revoke a key without Jav
   await page.locator('tr', { hasText: 'nojs-key' }).getByRole('button', { name: 'Revoke' }).click();
   await expect(page.locator('tr', { hasText: 'nojs-key' })).toHaveCount(0);
 });
+
+test('a settings card saves as a plain form post, and a refused value comes back as a banner', async ({ page }) => {
+  await page.goto('/login');
+  await page.getByLabel('Admin password').fill(ADMIN_PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.goto('/settings/resilience');
+  const card = page.locator('[data-card="session-affinity"]');
+  await card.getByText('Edit', { exact: true }).click();
+  await card.getByLabel('Pin lifetime (ms)').fill('7200000');
+  await card.getByRole('button', { name: 'Save' }).click();
+  await expect(page).toHaveURL(/\/settings\/resilience\??$/);
+  await expect(page.locator('[data-card="session-affinity"] [data-value="sessionAffinityTtlMs"]')).toHaveText('7200000');
+
+  const again = page.locator('[data-card="session-affinity"]');
+  await again.getByText('Edit', { exact: true }).click();
+  await again.getByLabel('Pin lifetime (ms)').fill('90000000');
+  await again.getByRole('button', { name: 'Save' }).click();
+  await expect(page.getByRole('alert')).toContainText('sessionAffinityTtlMs: must be between 0 and 86400000');
+  await expect(page.locator('[data-card="session-affinity"] [data-value="sessionAffinityTtlMs"]')).toHaveText('7200000');
+});

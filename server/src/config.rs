@@ -2,6 +2,7 @@
 //! reads the environment; it reads it through a map so tests can set it.
 //! Precedence for each setting: flag > env > built-in default.
 
+use app::types::settings::{EnvSource, read_env};
 use clap::{Args, Parser, Subcommand};
 use std::{collections::HashMap, path::PathBuf, time::Duration};
 
@@ -80,15 +81,18 @@ pub struct Config {
     pub shutdown_grace: Duration,
     pub log_retention_rows: u64,
     pub max_body_bytes: usize,
+    /// The resilience settings the environment sets (SPEC §S: between the
+    /// built-in defaults and the persisted values).
+    pub resilience_env: Vec<EnvSource>,
 }
 
 /// A problem with a flag or env value, named so the user can fix it.
 #[derive(Debug, thiserror::Error)]
 #[error("invalid value for {name}: {value:?} ({reason})")]
 pub struct ConfigError {
-    pub name: &'static str,
+    pub name: String,
     pub value: String,
-    pub reason: &'static str,
+    pub reason: String,
 }
 
 impl Config {
@@ -105,6 +109,11 @@ impl Config {
             .clone()
             .or_else(|| get("DATABASE_URL"))
             .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("omniroute.db").display()));
+        let resilience_env = read_env(get).map_err(|e| ConfigError {
+            value: get(&e.field).unwrap_or_default(),
+            name: e.field,
+            reason: e.message,
+        })?;
         let port = match flags.port {
             Some(p) => p,
             None => parse_env(env, "PORT", DEFAULT_PORT)?,
@@ -137,6 +146,7 @@ impl Config {
             )?),
             log_retention_rows: parse_env(env, "OMNIROUTE_LOG_RETENTION_ROWS", DEFAULT_LOG_RETENTION_ROWS)?,
             max_body_bytes: parse_env(env, "OMNIROUTE_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES)?,
+            resilience_env,
         })
     }
 
@@ -156,9 +166,9 @@ fn parse_env<T: std::str::FromStr>(
     match env.get(name).filter(|v| !v.is_empty()) {
         None => Ok(default),
         Some(v) => v.trim().parse().map_err(|_| ConfigError {
-            name,
+            name: name.into(),
             value: v.clone(),
-            reason: "expected a non-negative integer",
+            reason: "expected a non-negative integer".into(),
         }),
     }
 }
@@ -203,5 +213,17 @@ mod tests {
     fn bad_env_numbers_are_named() {
         let err = Config::resolve(&Flags::default(), &env(&[("FETCH_TIMEOUT_MS", "soon")])).unwrap_err();
         assert_eq!(err.name, "FETCH_TIMEOUT_MS");
+        let err = Config::resolve(&Flags::default(), &env(&[("RATE_LIMIT_AUTO_ENABLE", "sometimes")])).unwrap_err();
+        assert_eq!((err.name.as_str(), err.value.as_str()), ("RATE_LIMIT_AUTO_ENABLE", "sometimes"));
+    }
+
+    #[test]
+    fn resilience_variables_are_read_from_the_same_map() {
+        let c = Config::resolve(&Flags::default(), &env(&[("RATE_LIMIT_MAX_QUEUE_DEPTH", "12")])).unwrap();
+        assert_eq!(c.resilience_env.len(), 1);
+        assert_eq!(
+            (c.resilience_env[0].field.as_str(), &c.resilience_env[0].value),
+            ("requestQueue.maxQueueDepth", &12.into())
+        );
     }
 }

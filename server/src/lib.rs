@@ -7,6 +7,7 @@ pub mod config;
 pub mod db;
 pub mod proxy;
 pub mod request_log;
+pub mod resilience;
 pub mod routing;
 pub mod services;
 pub mod state;
@@ -42,7 +43,9 @@ pub async fn build_state(config: Config) -> anyhow::Result<Arc<AppState>> {
         );
     }
     let executor = Executor::new(config.connect_timeout, config.fetch_timeout).context("building the HTTP client")?;
+    let resilience = services::resilience::load(&db, config.resilience_env.clone()).await?;
     let state = Arc::new(AppState {
+        resilience,
         logs: LogSink::spawn(db.clone(), config.log_retention_rows),
         keys: KeyRegistry::default(),
         connections: ConnectionRegistry::default(),

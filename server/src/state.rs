@@ -7,6 +7,7 @@ use crate::{
     auth::{api_keys::KeyRegistry, secrets::SecretBox, sessions::SessionStore},
     config::Config,
     request_log::LogSink,
+    resilience::settings::SettingsHandle,
     routing::registry::ConnectionRegistry,
     upstream::executor::Executor,
 };
@@ -20,5 +21,7 @@ pub struct AppState {
     pub connections: ConnectionRegistry,
     pub executor: Executor,
     pub logs: LogSink,
+    /// The live resilience settings (SPEC §S), swapped on PATCH.
+    pub resilience: SettingsHandle,
     pub started_at: Instant,
 }

@@ -96,7 +96,10 @@ pub fn run() -> anyhow::Result<()> {
     }
     let data_dir = util::target_dir().join(format!("e2e-data-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&data_dir);
-    let (gateway, fake, url, fake_url) = start_stack("debug", &data_dir, "info,server=warn", &[])?;
+    // Two resilience variables, so the settings pages show where env wins
+    // (RATE_LIMIT_AUTO_ENABLE) and where it only sets the default.
+    let env = [("RATE_LIMIT_AUTO_ENABLE", "true"), ("RATE_LIMIT_MAX_QUEUE_DEPTH", "500")];
+    let (gateway, fake, url, fake_url) = start_stack("debug", &data_dir, "info,server=warn", &env)?;
     step(&format!("playwright against {url} (fake upstream {fake_url})"));
     let result = util::run(
         Command::new("npx")

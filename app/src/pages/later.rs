@@ -22,16 +22,6 @@ pub fn CombosPage() -> impl IntoView {
 }
 
 #[component]
-pub fn ResiliencePage() -> impl IntoView {
-    view! { <Planned title="Settings → Resilience" what="the resilience settings cards arrive with the shared settings schema." /> }
-}
-
-#[component]
-pub fn ModelLockoutPage() -> impl IntoView {
-    view! { <Planned title="Settings → Model Lockout" what="the model lockout settings arrive with the shared settings schema." /> }
-}
-
-#[component]
 pub fn CooldownsPage() -> impl IntoView {
     view! { <Planned title="Cooldown Manager" what="connection cooldowns and lockouts arrive with the resilience engine." /> }
 }

@@ -6,6 +6,7 @@ pub mod later;
 pub mod login;
 pub mod logs;
 pub mod providers;
+pub mod settings;
 
 use leptos::prelude::*;
 

@@ -7,6 +7,7 @@ pub mod json;
 pub mod keys;
 pub mod logs;
 pub mod providers;
+pub mod resilience;
 
 use axum::{
     Router,
@@ -26,6 +27,8 @@ pub fn router(state: &Arc<AppState>) -> Router<Arc<AppState>> {
         .route("/api/keys", get(keys::list).post(keys::create))
         .route("/api/keys/{id}", delete(keys::revoke))
         .route("/api/logs", get(logs::list))
+        .route("/api/resilience", get(resilience::get).patch(resilience::patch))
+        .route("/api/resilience/env", get(resilience::env))
         .layer(from_fn_with_state(state.clone(), require_admin));
     Router::new()
         .route("/api/auth/login", post(auth::login))

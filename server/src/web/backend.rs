@@ -5,6 +5,7 @@ use app::{
     types::{
         ApiKeyList, CatalogEntry, ConnectionList, ConnectionTestResult, ConnectionView, CreateApiKey, CreateConnection,
         CreatedApiKey, LogList, UpdateConnection,
+        settings::{ResilienceSettings, ResilienceView},
     },
 };
 use parking_lot::Mutex;
@@ -114,5 +115,14 @@ impl Backend for WebBackend {
 
     async fn list_logs(&self, provider: Option<String>, status: Option<i32>, limit: u64) -> BackendResult<LogList> {
         services::logs::list(&self.state, LogFilter { limit, provider, status, since: None }).await.map_err(err)
+    }
+
+    fn resilience(&self) -> ResilienceView {
+        let handle = &self.state.resilience;
+        ResilienceView { settings: handle.current().as_ref().clone(), env: handle.env().to_vec() }
+    }
+
+    async fn patch_resilience(&self, patch: serde_json::Value) -> BackendResult<ResilienceSettings> {
+        services::resilience::patch(&self.state, &patch).await.map_err(err)
     }
 }

@@ -33,10 +33,18 @@ impl Gateway {
 
     /// Starts with another database than the data dir's SQLite file.
     pub async fn start_with(dir: tempfile::TempDir, database_url: Option<String>) -> Self {
+        Self::start_configured(dir, |config| {
+            if let Some(url) = database_url {
+                config.database_url = url;
+            }
+        })
+        .await
+    }
+
+    /// Starts with the test config adjusted by `adjust` (env-derived fields).
+    pub async fn start_configured(dir: tempfile::TempDir, adjust: impl FnOnce(&mut Config)) -> Self {
         let mut config = Config::for_data_dir(dir.path().to_path_buf());
-        if let Some(url) = database_url {
-            config.database_url = url;
-        }
+        adjust(&mut config);
         config.management_key = Some(MGMT_KEY.into());
         config.initial_password = Some(ADMIN_PASSWORD.into());
         let state = server::build_state(config).await.unwrap();

@@ -1,0 +1,253 @@
+//! The settings cards: which fields each edits, how they are labelled, and
+//! what the card does (scope / trigger / effect), in SPEC §S order.
+
+use crate::types::settings::{FieldKind, ResilienceView};
+
+/// One editable input of a card.
+pub struct Field {
+    /// JSON path of the setting; also the input's name and error key.
+    pub path: &'static str,
+    pub label: &'static str,
+    pub kind: FieldKind,
+}
+
+/// One card: a titled group of fields saved together.
+pub struct Card {
+    pub id: &'static str,
+    pub title: &'static str,
+    /// Scope, trigger and effect in a sentence or two.
+    pub explain: &'static str,
+    /// The page the card lives on.
+    pub page: &'static str,
+    pub fields: &'static [Field],
+}
+
+impl Card {
+    /// The fields a save may change: all but those a winning env variable
+    /// pins (they are shown, read-only).
+    pub fn editable(&self, view: &ResilienceView) -> Vec<(&'static str, FieldKind)> {
+        self.fields.iter().filter(|f| !view.env_for(f.path).is_some_and(|s| s.wins)).map(|f| (f.path, f.kind)).collect()
+    }
+}
+
+const fn f(path: &'static str, label: &'static str, kind: FieldKind) -> Field {
+    Field { path, label, kind }
+}
+
+use FieldKind::{Bool, Codes, Int, OptBool, OptInt, Rules, TextList};
+
+const RESILIENCE: &str = "/settings/resilience";
+
+/// The cards of Settings → Resilience, in page order.
+pub static RESILIENCE_CARDS: [Card; 11] = [
+    Card {
+        id: "request-queue",
+        title: "Request queue",
+        explain: "Scope: each provider connection's local queue. Trigger: more requests than its rate or concurrency allows. Effect: requests wait in line up to the queue wait, then fail with RATE_LIMIT_QUEUE_TIMEOUT; a full queue (max depth, 0 = unbounded) refuses at once with RATE_LIMIT_QUEUE_FULL.",
+        page: RESILIENCE,
+        fields: &[
+            f("requestQueue.autoEnableApiKeyProviders", "Protect every API-key connection automatically", Bool),
+            f("requestQueue.requestsPerMinute", "Requests per minute", Int),
+            f("requestQueue.minTimeBetweenRequestsMs", "Min time between requests (ms)", Int),
+            f("requestQueue.concurrentRequests", "Concurrent requests", Int),
+            f("requestQueue.maxWaitMs", "Max queue wait (ms)", Int),
+            f("requestQueue.executionMaxWaitMs", "Max execution time (ms)", Int),
+            f("requestQueue.maxQueueDepth", "Max queue depth (0 = unbounded)", Int),
+        ],
+    },
+    Card {
+        id: "connection-cooldown",
+        title: "Connection cooldown",
+        explain: "Scope: one connection (account or key). Trigger: that connection fails (429, auth, 5xx). Effect: it is skipped for base × 2^level, up to max backoff steps; other connections of the provider keep serving. Upstream retry hints replace the ladder when enabled.",
+        page: RESILIENCE,
+        fields: &[
+            f("connectionCooldown.oauth.baseCooldownMs", "OAuth · base cooldown (ms)", Int),
+            f("connectionCooldown.oauth.useUpstreamRetryHints", "OAuth · use upstream retry hints", Bool),
+            f("connectionCooldown.oauth.useUpstream429BreakerHints", "OAuth · upstream 429 breaker hints", OptBool),
+            f("connectionCooldown.oauth.maxBackoffSteps", "OAuth · max backoff steps", Int),
+            f("connectionCooldown.apikey.baseCooldownMs", "API key · base cooldown (ms)", Int),
+            f("connectionCooldown.apikey.useUpstreamRetryHints", "API key · use upstream retry hints", Bool),
+            f("connectionCooldown.apikey.useUpstream429BreakerHints", "API key · upstream 429 breaker hints", OptBool),
+            f("connectionCooldown.apikey.maxBackoffSteps", "API key · max backoff steps", Int),
+        ],
+    },
+    Card {
+        id: "provider-breaker",
+        title: "Provider circuit breaker",
+        explain: "Scope: a whole provider. Trigger: provider-level failures only (408, 500, 502, 503, 504, network errors). Effect: DEGRADED at the degradation threshold (traffic still flows), OPEN at the failure threshold (provider skipped, direct calls get 503 provider_circuit_open) until the reset time, then one half-open probe.",
+        page: RESILIENCE,
+        fields: &[
+            f("providerBreaker.oauth.failureThreshold", "OAuth · failure threshold", Int),
+            f("providerBreaker.oauth.degradationThreshold", "OAuth · degradation threshold", OptInt),
+            f("providerBreaker.oauth.resetTimeoutMs", "OAuth · reset time (ms)", Int),
+            f("providerBreaker.oauth.maxResetMultiplier", "OAuth · max re-open multiplier", Int),
+            f("providerBreaker.oauth.escalateAfterCycles", "OAuth · escalate after cycles", Int),
+            f("providerBreaker.oauth.halfOpenRequests", "OAuth · half-open probes", Int),
+            f("providerBreaker.apikey.failureThreshold", "API key · failure threshold", Int),
+            f("providerBreaker.apikey.degradationThreshold", "API key · degradation threshold", OptInt),
+            f("providerBreaker.apikey.resetTimeoutMs", "API key · reset time (ms)", Int),
+            f("providerBreaker.apikey.maxResetMultiplier", "API key · max re-open multiplier", Int),
+            f("providerBreaker.apikey.escalateAfterCycles", "API key · escalate after cycles", Int),
+            f("providerBreaker.apikey.halfOpenRequests", "API key · half-open probes", Int),
+            f("providerBreaker.local.failureThreshold", "Local · failure threshold", Int),
+            f(
+                "providerBreaker.local.degradationThreshold",
+                "Local · degradation threshold (empty = at failure)",
+                OptInt,
+            ),
+            f("providerBreaker.local.resetTimeoutMs", "Local · reset time (ms)", Int),
+            f("providerBreaker.local.maxResetMultiplier", "Local · max re-open multiplier", Int),
+            f("providerBreaker.local.escalateAfterCycles", "Local · escalate after cycles", Int),
+            f("providerBreaker.local.halfOpenRequests", "Local · half-open probes", Int),
+        ],
+    },
+    Card {
+        id: "provider-cooldown",
+        title: "Provider cooldown (window gate)",
+        explain: "Scope: a provider across requests, off by default; not the breaker. Trigger: the class's failure threshold reached inside its window. Effect: combos skip the provider for its cooldown; a success clears the window. Connection-level entries back off from min to max retry cooldown.",
+        page: RESILIENCE,
+        fields: &[
+            f("providerCooldown.enabled", "Enabled", Bool),
+            f("providerCooldown.minRetryCooldownMs", "Min retry cooldown (ms)", Int),
+            f("providerCooldown.maxRetryCooldownMs", "Max retry cooldown (ms)", Int),
+            f("providerCooldown.oauth.providerFailureThreshold", "OAuth · failures", Int),
+            f("providerCooldown.oauth.providerFailureWindowMs", "OAuth · window (ms)", Int),
+            f("providerCooldown.oauth.providerCooldownMs", "OAuth · cooldown (ms)", Int),
+            f("providerCooldown.apikey.providerFailureThreshold", "API key · failures", Int),
+            f("providerCooldown.apikey.providerFailureWindowMs", "API key · window (ms)", Int),
+            f("providerCooldown.apikey.providerCooldownMs", "API key · cooldown (ms)", Int),
+            f("providerCooldown.local.providerFailureThreshold", "Local · failures", Int),
+            f("providerCooldown.local.providerFailureWindowMs", "Local · window (ms)", Int),
+            f("providerCooldown.local.providerCooldownMs", "Local · cooldown (ms)", Int),
+        ],
+    },
+    Card {
+        id: "wait-for-cooldown",
+        title: "Wait for cooldown",
+        explain: "Scope: single-model requests. Trigger: every connection of the provider is cooling down. Effect: the gateway waits for the earliest one and retries instead of failing, within the attempt, per-wait and total budgets (0 attempts or 0 s = off).",
+        page: RESILIENCE,
+        fields: &[
+            f("waitForCooldown.enabled", "Enabled", Bool),
+            f("waitForCooldown.maxRetries", "Max attempts", Int),
+            f("waitForCooldown.maxRetryWaitSec", "Max wait per attempt (s)", Int),
+            f("waitForCooldown.budgetMs", "Total budget (ms)", Int),
+        ],
+    },
+    Card {
+        id: "combo-cooldown-wait",
+        title: "Combo cooldown wait",
+        explain: "Scope: combo requests. Trigger: every target is excluded by a short transient lockout (rate limit, overload). Effect: wait for the target that frees first and re-dispatch; quota, auth and not-found exclusions never wait (0 = off).",
+        page: RESILIENCE,
+        fields: &[
+            f("comboCooldownWait.enabled", "Enabled", Bool),
+            f("comboCooldownWait.maxWaitMs", "Max wait (ms)", Int),
+            f("comboCooldownWait.maxAttempts", "Max attempts", Int),
+            f("comboCooldownWait.budgetMs", "Total budget (ms)", Int),
+        ],
+    },
+    Card {
+        id: "quota-share",
+        title: "Quota-share per-connection concurrency",
+        explain: "Scope: combos sharing one upstream account. Trigger: more concurrent requests than the connection's max concurrency. Effect: they are serialized; fail-open, so a full queue lets the request through rather than refusing it.",
+        page: RESILIENCE,
+        fields: &[f("quotaShareConcurrencyLimit.enabled", "Enabled", Bool)],
+    },
+    Card {
+        id: "stream-stall",
+        title: "Stream stall cooldown",
+        explain: "Scope: the connection that served a stalled stream. Trigger: the content-stall watchdog gives up on a stream. Effect: off (default) records the error only; on also cools the connection.",
+        page: RESILIENCE,
+        fields: &[f("streamStallCooldown.enabled", "Cool the connection after a stall", Bool)],
+    },
+    Card {
+        id: "throughput-watchdog",
+        title: "Stream throughput watchdog",
+        explain: "Scope: one streaming attempt. Trigger: after the warm-up, useful output over a full window stays below the minimum rate. Effect: the attempt is aborted with STREAM_THROUGHPUT_TOO_LOW (retried elsewhere if nothing reached the client yet).",
+        page: RESILIENCE,
+        fields: &[
+            f("streamRecovery.throughputWatchdog.enabled", "Enabled", Bool),
+            f("streamRecovery.throughputWatchdog.warmupMs", "Warm-up (ms)", Int),
+            f("streamRecovery.throughputWatchdog.windowMs", "Window (ms)", Int),
+            f("streamRecovery.throughputWatchdog.minUsefulBytesPerSecond", "Min useful bytes per second", Int),
+            f("streamRecovery.throughputWatchdog.minUsefulBytes", "Min useful bytes per window", Int),
+        ],
+    },
+    Card {
+        id: "session-affinity",
+        title: "Session affinity",
+        explain: "Scope: one client session (session headers or body ids). Trigger: a session's first request. Effect: later requests of the session go to the same connection for this long, keeping prompt caches warm; 0 disables.",
+        page: RESILIENCE,
+        fields: &[f("sessionAffinityTtlMs", "Pin lifetime (ms)", Int)],
+    },
+    Card {
+        id: "provider-error-rules",
+        title: "Provider error rules",
+        explain: "Scope: one provider's upstream errors. Trigger: an error with the rule's status whose text contains its match. Effect: the rule's reason and scope decide what is locked (model, connection or provider), checked before the built-in rules; at most 50. Egress-lock providers cool every connection sharing the failing one's egress IP on a quota 429.",
+        page: RESILIENCE,
+        fields: &[
+            f("providerErrorRules", "Rules", Rules),
+            f("egressIpLockProviders", "Egress-lock providers (comma-separated)", TextList),
+        ],
+    },
+];
+
+/// Settings → Model Lockout.
+pub static MODEL_LOCKOUT_CARD: Card = Card {
+    id: "model-lockout",
+    title: "Model lockout",
+    explain: "Scope: one model on one connection. Trigger: an upstream error with one of the listed statuses. Effect: that model is skipped on that connection for the base cooldown, growing exponentially with repeated failures up to the max; other models and connections keep serving. Off by default.",
+    page: "/settings/model-lockout",
+    fields: &[
+        f("modelLockout.enabled", "Enabled", Bool),
+        f("modelLockout.errorCodes", "Error codes", Codes),
+        f("modelLockout.baseCooldownMs", "Base cooldown (ms, 5000–600000)", Int),
+        f("modelLockout.maxCooldownMs", "Max cooldown (ms, ≥ base, ≤ 3600000)", Int),
+        f("modelLockout.useExponentialBackoff", "Exponential backoff", Bool),
+        f("modelLockout.maxBackoffSteps", "Max backoff steps (0–20)", Int),
+    ],
+};
+
+/// The card with this id.
+pub fn find(id: &str) -> Option<&'static Card> {
+    RESILIENCE_CARDS.iter().chain(std::iter::once(&MODEL_LOCKOUT_CARD)).find(|c| c.id == id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::settings::{ResilienceSettings, get_path};
+    use serde_json::Value;
+
+    fn leaves(v: &Value, at: String, out: &mut Vec<String>) {
+        match v {
+            Value::Object(map) => {
+                for (k, child) in map {
+                    leaves(child, if at.is_empty() { k.clone() } else { format!("{at}.{k}") }, out);
+                }
+            }
+            _ => out.push(at),
+        }
+    }
+
+    fn all_cards() -> impl Iterator<Item = &'static Card> {
+        RESILIENCE_CARDS.iter().chain(std::iter::once(&MODEL_LOCKOUT_CARD))
+    }
+
+    /// Every setting has exactly one input, and every input a setting.
+    #[test]
+    fn the_cards_cover_every_setting_once() {
+        let doc = serde_json::to_value(ResilienceSettings::default()).unwrap();
+        let mut settings = Vec::new();
+        leaves(&doc, String::new(), &mut settings);
+        let mut inputs: Vec<String> = all_cards().flat_map(|c| c.fields.iter().map(|f| f.path.to_owned())).collect();
+        for path in &inputs {
+            assert!(get_path(&doc, path).is_some(), "{path} is not a setting");
+        }
+        settings.sort();
+        inputs.sort();
+        assert_eq!(settings, inputs);
+        let ids: Vec<&str> = all_cards().map(|c| c.id).collect();
+        assert!(ids.iter().all(|id| find(id).is_some_and(|c| c.id == *id)));
+        assert!(find("nope").is_none());
+    }
+}

@@ -1,0 +1,57 @@
+//! Settings → Resilience and Settings → Model Lockout: one card per group
+//! of the shared [`ResilienceSettings`](crate::types::settings::ResilienceSettings).
+
+mod card;
+pub mod cards;
+mod inputs;
+
+use leptos::prelude::*;
+
+use crate::{
+    api::{SaveResilience, get_resilience},
+    components::{Layout, Loading, action_error},
+};
+use card::SettingsCard;
+use cards::{Card, MODEL_LOCKOUT_CARD, RESILIENCE_CARDS};
+
+/// Loads the settings and renders `cards`; a successful save reloads them.
+#[component]
+fn SettingsPage(title: &'static str, cards: &'static [Card], #[prop(optional)] resettable: bool) -> impl IntoView {
+    let save = ServerAction::<SaveResilience>::new();
+    let saves = RwSignal::new(0_u32);
+    Effect::new(move |_| {
+        if save.value().with(|v| matches!(v, Some(Ok(s)) if s.errors.is_empty())) {
+            saves.update(|n| *n += 1);
+        }
+    });
+    let data = Resource::new(move || saves.get(), |_| get_resilience());
+    view! {
+        <Layout title>
+            {action_error(save)}
+            <Transition fallback=Loading>
+                {move || Suspend::new(async move {
+                    match data.await {
+                        Ok(view) => {
+                            cards
+                                .iter()
+                                .map(|card| view! { <SettingsCard card view=view.clone() save resettable /> })
+                                .collect_view()
+                                .into_any()
+                        }
+                        Err(e) => view! { <p role="alert">{e.to_string()}</p> }.into_any(),
+                    }
+                })}
+            </Transition>
+        </Layout>
+    }
+}
+
+#[component]
+pub fn ResiliencePage() -> impl IntoView {
+    view! { <SettingsPage title="Settings → Resilience" cards=&RESILIENCE_CARDS /> }
+}
+
+#[component]
+pub fn ModelLockoutPage() -> impl IntoView {
+    view! { <SettingsPage title="Settings → Model Lockout" cards=std::slice::from_ref(&MODEL_LOCKOUT_CARD) resettable=true /> }
+}

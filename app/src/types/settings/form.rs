@@ -1,0 +1,149 @@
+//! Dashboard form values ↔ a settings patch. A card's inputs are named by
+//! the field's JSON path (`requestQueue.maxWaitMs`), so the browser (live,
+//! on every keystroke) and the server (a plain form post without JS) turn
+//! the same `path → text` map into the same PATCH body, and field errors
+//! land next to the input they name.
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+use super::layers::{get_path, set_path};
+use crate::types::validation::FieldError;
+
+/// How a form input's text maps to JSON.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldKind {
+    /// Whole number, required.
+    Int,
+    /// Whole number or empty (`null`).
+    OptInt,
+    /// Checkbox: present with `true`/`on` → true, absent → false.
+    Bool,
+    /// Select `""`/`true`/`false` → `null`/true/false.
+    OptBool,
+    /// Status codes separated by commas or spaces.
+    Codes,
+    /// Ids separated by commas or spaces.
+    TextList,
+    /// The operator rule list: inputs `providerErrorRules.{i}.{field}`.
+    Rules,
+}
+
+/// Form text → the patch that sets exactly these fields.
+pub fn form_to_patch(
+    fields: &[(&str, FieldKind)],
+    values: &BTreeMap<String, String>,
+) -> Result<Value, Vec<FieldError>> {
+    let mut patch = Value::Object(Default::default());
+    let mut errors = Vec::new();
+    for &(path, kind) in fields {
+        let parsed = match kind {
+            FieldKind::Rules => rules(path, values),
+            _ => parse(kind, values.get(path).map(|s| s.trim()).unwrap_or(""))
+                .map_err(|message| vec![FieldError::new(path, message)]),
+        };
+        match parsed {
+            Ok(v) => set_path(&mut patch, path, v),
+            Err(mut e) => errors.append(&mut e),
+        }
+    }
+    if errors.is_empty() { Ok(patch) } else { Err(errors) }
+}
+
+/// One input's text as JSON.
+fn parse(kind: FieldKind, text: &str) -> Result<Value, String> {
+    match kind {
+        FieldKind::Int => whole(text).map(Value::from),
+        FieldKind::OptInt if text.is_empty() => Ok(Value::Null),
+        FieldKind::OptInt => whole(text).map(Value::from),
+        FieldKind::Bool => Ok(Value::Bool(matches!(text, "true" | "on"))),
+        FieldKind::OptBool => Ok(match text {
+            "true" => Value::Bool(true),
+            "false" => Value::Bool(false),
+            _ => Value::Null,
+        }),
+        FieldKind::Codes => {
+            tokens(text).map(|t| whole(t).map(Value::from)).collect::<Result<Vec<_>, _>>().map(Value::Array)
+        }
+        FieldKind::TextList | FieldKind::Rules => Ok(tokens(text).map(|t| Value::String(t.to_owned())).collect()),
+    }
+}
+
+/// The form text of each field, from the current settings document.
+pub fn form_values(fields: &[(&str, FieldKind)], doc: &Value) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for &(path, kind) in fields {
+        let Some(v) = get_path(doc, path) else { continue };
+        if kind == FieldKind::Rules {
+            for (i, rule) in v.as_array().into_iter().flatten().enumerate() {
+                for (key, value) in rule.as_object().into_iter().flatten() {
+                    out.insert(format!("{path}.{i}.{key}"), text_of(value));
+                }
+            }
+        } else {
+            out.insert(path.to_owned(), text_of(v));
+        }
+    }
+    out
+}
+
+/// How many rule rows the form values hold.
+pub fn rule_rows(path: &str, values: &BTreeMap<String, String>) -> usize {
+    values
+        .keys()
+        .filter_map(|k| k.strip_prefix(path)?.strip_prefix('.')?.split('.').next()?.parse::<usize>().ok())
+        .map(|i| i + 1)
+        .max()
+        .unwrap_or(0)
+}
+
+fn text_of(v: &Value) -> String {
+    match v {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items.iter().map(text_of).collect::<Vec<_>>().join(", "),
+        other => other.to_string(),
+    }
+}
+
+fn whole(text: &str) -> Result<u64, String> {
+    match text {
+        "" => Err("is required".into()),
+        t => t.parse::<u64>().map_err(|_| format!("must be a whole number ≥ 0 (got {t:?})")),
+    }
+}
+
+/// The items of a comma- or space-separated list input.
+pub fn tokens(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| c == ',' || c.is_whitespace()).filter(|t| !t.is_empty())
+}
+
+/// Rule rows; a row left entirely blank is skipped (the "add rule" row).
+fn rules(path: &str, values: &BTreeMap<String, String>) -> Result<Value, Vec<FieldError>> {
+    let mut rules = Vec::new();
+    let mut errors = Vec::new();
+    for i in 0..rule_rows(path, values) {
+        let get = |key: &str| values.get(&format!("{path}.{i}.{key}")).map(|s| s.trim()).unwrap_or("");
+        let keys = ["provider", "status", "match", "scope", "reason", "cooldownMs"];
+        if keys.iter().all(|k| get(k).is_empty()) {
+            continue;
+        }
+        let mut rule = serde_json::json!({
+            "provider": get("provider"),
+            "match": get("match"),
+            "scope": get("scope"),
+            "reason": if get("reason").is_empty() { Value::Null } else { Value::from(get("reason")) },
+        });
+        for (key, optional) in [("status", false), ("cooldownMs", true)] {
+            match (get(key), optional) {
+                ("", true) => set_path(&mut rule, key, Value::Null),
+                (text, _) => match whole(text) {
+                    Ok(n) => set_path(&mut rule, key, Value::from(n)),
+                    Err(message) => errors.push(FieldError::new(format!("{path}.{i}.{key}"), message)),
+                },
+            }
+        }
+        rules.push(rule);
+    }
+    if errors.is_empty() { Ok(Value::Array(rules)) } else { Err(errors) }
+}

@@ -1,0 +1,161 @@
+import { test, expect, Page } from '@playwright/test';
+import { hydrated, login } from './helpers';
+
+async function openSettings(page: Page, path: string) {
+  await login(page);
+  await page.goto(path);
+  await hydrated(page);
+}
+
+/** Counts card saves sent to the server from this page. */
+function countSaves(page: Page) {
+  const sent = { n: 0 };
+  page.on('request', (r) => {
+    if (r.url().includes('/sfn/save_resilience')) sent.n += 1;
+  });
+  return sent;
+}
+
+test('a card refuses an invalid value in the browser, saves a valid one, and keeps it after a reload', async ({ page }) => {
+  await openSettings(page, '/settings/resilience');
+  const saves = countSaves(page);
+  const card = page.locator('[data-card="combo-cooldown-wait"]');
+  await card.getByText('Edit', { exact: true }).click();
+  const maxWait = card.getByLabel('Max wait (ms)');
+  const save = card.getByRole('button', { name: 'Save' });
+
+  await maxWait.fill('400000');
+  await expect(card.locator('[data-error="comboCooldownWait.maxWaitMs"][data-origin="browser"]')).toContainText(
+    'between 0 and 300000',
+  );
+  await expect(save).toBeDisabled();
+  // The cross-field rule too: the budget must cover one full wait.
+  await maxWait.fill('120000');
+  await card.getByLabel('Total budget (ms)').fill('100000');
+  await expect(card.locator('[data-error="comboCooldownWait.budgetMs"]')).toContainText('at least maxWaitMs');
+  await expect(save).toBeDisabled();
+  await card.getByLabel('Total budget (ms)').fill('240000');
+  await card.getByLabel('Max attempts').fill('3');
+  await expect(card.locator('[data-error]')).toHaveCount(0);
+  expect(saves.n).toBe(0);
+
+  await save.click();
+  await expect(card.getByRole('status')).toHaveText('Saved.');
+  expect(saves.n).toBe(1);
+  await expect(page).toHaveURL(/\/settings\/resilience$/);
+  await expect(card.locator('[data-value="comboCooldownWait.maxWaitMs"]')).toHaveText('120000');
+
+  await page.reload();
+  const reloaded = page.locator('[data-card="combo-cooldown-wait"]');
+  await expect(reloaded.locator('[data-value="comboCooldownWait.maxWaitMs"]')).toHaveText('120000');
+  await expect(reloaded.locator('[data-value="comboCooldownWait.budgetMs"]')).toHaveText('240000');
+  await expect(reloaded.locator('[data-value="comboCooldownWait.maxAttempts"]')).toHaveText('3');
+  const api = await (await page.request.get('/api/resilience')).json();
+  expect(api.comboCooldownWait).toEqual({ enabled: true, maxWaitMs: 120000, maxAttempts: 3, budgetMs: 240000 });
+});
+
+test('the server re-checks a save and its field errors are shown at the field', async ({ page }) => {
+  await openSettings(page, '/settings/resilience');
+  const card = page.locator('[data-card="provider-breaker"]');
+  await card.getByText('Edit', { exact: true }).click();
+  await card.getByLabel('API key · degradation threshold').fill('20');
+  const save = card.getByRole('button', { name: 'Save' });
+  await expect(save).toBeDisabled();
+  // Bypass the browser check, as a stale or tampered page would.
+  await save.evaluate((b) => b.removeAttribute('disabled'));
+  await save.click();
+  await expect(
+    card.locator('[data-error="providerBreaker.apikey.degradationThreshold"][data-origin="server"]'),
+  ).toContainText('must be less than failureThreshold (12)');
+  const api = await (await page.request.get('/api/resilience')).json();
+  expect(api.providerBreaker.apikey.degradationThreshold).toBe(7);
+  // Editing the field again clears the server's verdict.
+  await card.getByLabel('API key · degradation threshold').fill('9');
+  await expect(card.locator('[data-origin="server"]')).toHaveCount(0);
+  await card.getByRole('button', { name: 'Cancel' }).click();
+  await expect(card.getByLabel('API key · degradation threshold')).toBeHidden();
+});
+
+test('values set by the environment are marked, and the winning one is read-only', async ({ page }) => {
+  await openSettings(page, '/settings/resilience');
+  const card = page.locator('[data-card="request-queue"]');
+  await card.getByText('Edit', { exact: true }).click();
+  await expect(card.locator('[data-env="RATE_LIMIT_AUTO_ENABLE"]')).toHaveText('set by env RATE_LIMIT_AUTO_ENABLE');
+  await expect(card.getByLabel(/Protect every API-key connection/)).toBeDisabled();
+  await expect(card.locator('[data-env="RATE_LIMIT_MAX_QUEUE_DEPTH"]')).toHaveText(
+    'default from env RATE_LIMIT_MAX_QUEUE_DEPTH',
+  );
+  await expect(card.locator('[data-value="requestQueue.maxQueueDepth"]')).toHaveText('500');
+  // Saving the card leaves the pinned field alone.
+  await card.getByLabel('Requests per minute').fill('90');
+  await card.getByRole('button', { name: 'Save' }).click();
+  await expect(card.getByRole('status')).toHaveText('Saved.');
+  const api = await (await page.request.get('/api/resilience')).json();
+  expect(api.requestQueue.requestsPerMinute).toBe(90);
+  expect(api.requestQueue.autoEnableApiKeyProviders).toBe(true);
+});
+
+test('operator error rules are added in the list editor', async ({ page }) => {
+  await openSettings(page, '/settings/resilience');
+  const card = page.locator('[data-card="provider-error-rules"]');
+  await expect(card.locator('[data-value="providerErrorRules"]')).toHaveText('0 rule(s)');
+  await card.getByText('Edit', { exact: true }).click();
+  await card.getByLabel('Rule 1 provider').fill('glm');
+  await card.getByLabel('Rule 1 status').fill('4x0');
+  await expect(card.locator('[data-error="providerErrorRules"]')).toContainText('providerErrorRules.0.status');
+  await card.getByLabel('Rule 1 status').fill('400');
+  await card.getByLabel('Rule 1 match').fill('model is unavailable');
+  await card.getByLabel('Rule 1 scope').selectOption('model');
+  await card.getByLabel('Rule 1 cooldownMs').fill('60000');
+  await card.getByRole('button', { name: 'Add rule' }).click();
+  await card.getByLabel('Rule 2 provider').fill('openrouter');
+  await card.getByRole('row').nth(2).getByRole('button', { name: 'Remove' }).click();
+  await expect(card.getByLabel('Rule 2 provider')).toHaveCount(0);
+  await card.getByRole('button', { name: 'Save' }).click();
+  await expect(card.getByRole('status')).toHaveText('Saved.');
+  await expect(card.locator('[data-value="providerErrorRules"]')).toHaveText('1 rule(s)');
+  const api = await (await page.request.get('/api/resilience')).json();
+  expect(api.providerErrorRules).toEqual([
+    { provider: 'glm', status: 400, match: 'model is unavailable', scope: 'model', reason: null, cooldownMs: 60000 },
+  ]);
+});
+
+test('model lockout: chips refuse bad codes, save, reload, and reset to defaults', async ({ page }) => {
+  await openSettings(page, '/settings/model-lockout');
+  const card = page.locator('[data-card="model-lockout"]');
+  await card.getByText('Edit', { exact: true }).click();
+  const add = card.getByLabel('Add error code');
+  await add.fill('700');
+  await card.getByRole('button', { name: 'Add', exact: true }).click();
+  await expect(card.locator('[data-error="chip"]')).toContainText('between 100 and 599');
+  await add.fill('429');
+  await card.getByRole('button', { name: 'Add', exact: true }).click();
+  await expect(card.locator('[data-error="chip"]')).toContainText('already listed');
+  await add.fill('418');
+  await card.getByRole('button', { name: 'Add', exact: true }).click();
+  await expect(card.locator('[data-chip="418"]')).toBeVisible();
+  await card.getByRole('button', { name: 'Remove 404' }).click();
+  await expect(card.locator('[data-chip="404"]')).toHaveCount(0);
+  await card.getByLabel('Enabled').check();
+  await card.getByLabel(/Base cooldown/).fill('60000');
+  await card.getByLabel(/Max cooldown/).fill('30000');
+  await expect(card.locator('[data-error="modelLockout.maxCooldownMs"]')).toContainText('at least baseCooldownMs');
+  await card.getByLabel(/Max cooldown/).fill('900000');
+  await card.getByRole('button', { name: 'Save' }).click();
+  await expect(card.getByRole('status')).toHaveText('Saved.');
+
+  await page.reload();
+  await hydrated(page);
+  const again = page.locator('[data-card="model-lockout"]');
+  await expect(again.locator('[data-value="modelLockout.errorCodes"]')).toHaveText('403, 429, 502, 503, 504, 418');
+  await expect(again.locator('[data-value="modelLockout.enabled"]')).toHaveText('on');
+  await expect(again.locator('[data-value="modelLockout.maxCooldownMs"]')).toHaveText('900000');
+
+  await again.getByText('Edit', { exact: true }).click();
+  await again.getByRole('button', { name: 'Reset to defaults' }).click();
+  await expect(again.locator('[data-chip="404"]')).toBeVisible();
+  await expect(again.getByLabel(/Base cooldown/)).toHaveValue('120000');
+  await expect(again.getByLabel('Enabled')).not.toBeChecked();
+  await again.getByRole('button', { name: 'Save' }).click();
+  await expect(again.locator('[data-value="modelLockout.errorCodes"]')).toHaveText('403, 404, 429, 502, 503, 504');
+});

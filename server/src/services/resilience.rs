@@ -1,0 +1,47 @@
+//! Resilience settings (SPEC §S): load at start, read, and PATCH. The
+//! database keeps only what an operator changed (a sparse JSON document
+//! under `resilienceSettings`), so values left alone keep following the
+//! defaults and the environment.
+
+use app::types::settings::{ResilienceSettings, apply_patch, effective, merge};
+use serde_json::Value;
+
+use super::ServiceError;
+use crate::{db::settings as kv, resilience::settings::SettingsHandle, state::AppState};
+
+/// `key_value` key of the persisted (sparse) settings document.
+pub const KEY: &str = "resilienceSettings";
+
+/// The handle the engine reads, from env and the stored document. Stored
+/// fields that no longer parse are reported and ignored rather than
+/// keeping the gateway from starting.
+pub async fn load(
+    db: &sea_orm::DatabaseConnection,
+    env: Vec<app::types::settings::EnvSource>,
+) -> Result<SettingsHandle, sea_orm::DbErr> {
+    let (settings, dropped) = effective(&env, &stored(db).await?);
+    for e in dropped {
+        tracing::warn!(field = %e.field, problem = %e.message, "ignoring an unreadable stored resilience setting");
+    }
+    Ok(SettingsHandle::new(settings, env))
+}
+
+async fn stored(db: &sea_orm::DatabaseConnection) -> Result<Value, sea_orm::DbErr> {
+    let raw = kv::get(db, KEY).await?;
+    Ok(raw.and_then(|r| serde_json::from_str(&r).ok()).unwrap_or_else(|| Value::Object(Default::default())))
+}
+
+/// Validates `patch` against the current settings, stores it on top of
+/// the persisted document and makes the result live. Invalid → nothing
+/// is stored and nothing changes.
+pub async fn patch(state: &AppState, patch: &Value) -> Result<ResilienceSettings, ServiceError> {
+    let handle = &state.resilience;
+    let _turn = handle.write_turn().await;
+    let next = apply_patch(&handle.current(), patch, handle.env()).map_err(ServiceError::Invalid)?;
+    let mut doc = stored(&state.db).await?;
+    merge(&mut doc, patch);
+    kv::put(&state.db, KEY, &doc.to_string()).await?;
+    tracing::info!(sections = ?patch.as_object().map(|o| o.keys().collect::<Vec<_>>()), "resilience settings changed");
+    handle.replace(next.clone());
+    Ok(next)
+}
