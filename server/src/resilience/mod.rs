@@ -1,4 +1,14 @@
 //! The resilience engine: pure logic, no HTTP, no database (SPEC §R).
-//! Everything here reads its knobs from [`settings::SettingsHandle`].
+//! Functions take `now` (epoch ms) from a [`clock::Clock`] held by the
+//! caller; knobs come from [`settings::SettingsHandle`].
 
+pub mod breaker;
+pub mod classify;
+pub mod clock;
+pub mod connection_health;
+pub mod lockout;
+pub mod provider_cooldown;
+pub mod restate;
+pub mod retry_hints;
+pub mod rules;
 pub mod settings;
