@@ -23,6 +23,10 @@ use crate::{
     auth::{api_keys::KeyRegistry, password, secrets::SecretBox, sessions::SessionStore},
     config::Config,
     request_log::LogSink,
+    resilience::{
+        clock::{Clock, SystemClock},
+        engine::Engine,
+    },
     routing::registry::ConnectionRegistry,
     state::AppState,
     upstream::executor::Executor,
@@ -31,6 +35,12 @@ use crate::{
 /// Opens the database (applying migrations), ensures an admin password,
 /// and loads the in-memory registries. Prints a generated password once.
 pub async fn build_state(config: Config) -> anyhow::Result<Arc<AppState>> {
+    build_state_with_clock(config, Arc::new(SystemClock)).await
+}
+
+/// [`build_state`] with the resilience engine reading `clock` (tests
+/// drive time by hand).
+pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Arc<AppState>> {
     if config.database_url.starts_with("sqlite:") {
         std::fs::create_dir_all(&config.data_dir)
             .with_context(|| format!("creating data dir {}", config.data_dir.display()))?;
@@ -45,6 +55,7 @@ pub async fn build_state(config: Config) -> anyhow::Result<Arc<AppState>> {
     let executor = Executor::new(config.connect_timeout, config.fetch_timeout).context("building the HTTP client")?;
     let resilience = services::resilience::load(&db, config.resilience_env.clone()).await?;
     let state = Arc::new(AppState {
+        engine: Engine::new(clock, None),
         resilience,
         logs: LogSink::spawn(db.clone(), config.log_retention_rows),
         keys: KeyRegistry::default(),

@@ -7,7 +7,7 @@ use crate::{
     auth::{api_keys::KeyRegistry, secrets::SecretBox, sessions::SessionStore},
     config::Config,
     request_log::LogSink,
-    resilience::settings::SettingsHandle,
+    resilience::{engine::Engine, settings::SettingsHandle},
     routing::registry::ConnectionRegistry,
     upstream::executor::Executor,
 };
@@ -23,5 +23,7 @@ pub struct AppState {
     pub logs: LogSink,
     /// The live resilience settings (SPEC §S), swapped on PATCH.
     pub resilience: SettingsHandle,
+    /// Breakers, connection health and lockouts (SPEC §R1–§R3).
+    pub engine: Engine,
     pub started_at: Instant,
 }

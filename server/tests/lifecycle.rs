@@ -80,6 +80,11 @@ async fn binary_logs_no_secrets_and_exits_cleanly_on_sigterm() {
         .await
         .unwrap();
     let id = created["connection"]["id"].as_str().unwrap();
+    // Each failure below would otherwise cool the only connection.
+    let no_cooldowns = json!({"connectionCooldown": {"apikey": {"baseCooldownMs": 0}}});
+    let resp =
+        http.patch(format!("{base}/api/resilience")).bearer_auth(MGMT_KEY).json(&no_cooldowns).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
     let fail = http
         .post(format!("{base}/v1/chat/completions"))
         .json(&chat_body("openai/gpt-4o-mini", false))
@@ -163,6 +168,7 @@ async fn logs_filter_by_provider_and_status() {
     let (fake, gw) = Gateway::with_fake().await;
     gw.add_connection("openai", "o", "sk-o", &v1(&fake), 0).await;
     gw.add_connection("deepseek", "d", "sk-d", &v1(&fake), 0).await;
+    gw.without_cooldowns().await;
     fake.push_rule(Rule {
         model: Some("deepseek-chat".into()),
         status: Some(502),

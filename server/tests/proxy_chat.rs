@@ -101,6 +101,8 @@ async fn bare_model_ids_resolve_when_one_provider_serves_them() {
 #[tokio::test]
 async fn fails_over_to_the_next_connection_on_503_drop_and_refused() {
     let (fake, gw) = Gateway::with_fake().await;
+    // Plain failover: no connection cools, so every request walks the list.
+    gw.without_cooldowns().await;
     let refused = gw.add_connection("openai", "refused", "sk-refused", &dead_url().await, 0).await;
     let flaky = gw.add_connection("openai", "flaky", "sk-flaky", &v1(&fake), 1).await;
     let good = gw.add_connection("openai", "good", "sk-good", &v1(&fake), 2).await;
@@ -171,12 +173,18 @@ async fn when_every_connection_fails_the_last_error_is_answered_with_retry_after
     assert_eq!(err["error"]["type"], "rate_limit_error");
     assert!(err["error"]["message"].as_str().unwrap().contains("All 2 connection(s) of provider openai failed"));
 
-    // A 503 without an upstream hint still carries Retry-After.
+    // Both connections now cool (a: 500 → 3 s ladder, b: the 42 s hint):
+    // the next request is answered at once, without an upstream call,
+    // with the earliest lapse as Retry-After.
+    let before = fake.count("/v1/chat");
     fake.clear_rules();
-    fake.push_rule(Rule { status: Some(503), ..Default::default() });
     let resp = gw.chat(chat_body("openai/gpt-4o-mini", false), None).await;
     assert_eq!(resp.status(), 503);
-    assert_eq!(resp.headers()["retry-after"], "1");
+    assert_eq!(resp.headers()["retry-after"], "3");
+    let err: Value = resp.json().await.unwrap();
+    assert_eq!(err["error"]["code"], "connection_cooldown");
+    assert!(err["error"]["message"].as_str().unwrap().ends_with("(reset after 3s)"), "{err}");
+    assert_eq!(fake.count("/v1/chat"), before);
     let _ = a;
     gw.stop().await;
 }

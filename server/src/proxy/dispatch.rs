@@ -1,13 +1,14 @@
 //! The attempt loop — read this to understand a request:
+//! the provider breaker gate (OPEN → 503 `provider_circuit_open`) →
 //! candidates (active connections of the target's provider, in priority
-//! order, limited by the key's allow-list) → attempt → on a network error,
-//! 5xx or 429 record it and try the next connection → on success answer
-//! (JSON read whole, streams passed through) → when every connection
-//! failed, answer with the last failure. Every attempt becomes one
-//! `proxy_logs` row, written behind the request.
-//!
-//! The resilience gates (breaker, cooldowns, lockouts) plug in before each
-//! attempt and the classifier after each failure (SPEC §R1–§R3, §R8).
+//! order, limited by the key's allow-list) minus those excluded by a
+//! cooldown, a terminal state or a model lockout → attempt → on failure the
+//! engine restates, classifies and applies the verdict (cooldown, lockout,
+//! breaker), and the next connection is tried unless the verdict says the
+//! request itself is at fault → on success the engine clears the
+//! connection's errors, decays lockouts and counts a breaker success.
+//! When nothing could be attempted the answer says why and when to retry.
+//! Every attempt becomes one `proxy_logs` row, written behind the request.
 
 use axum::{
     body::Body,
@@ -23,6 +24,10 @@ use crate::{
     auth::api_keys::KeyEntry,
     db::now_ms,
     request_log::AttemptRecord,
+    resilience::{
+        connection_health::TerminalStatus,
+        engine::{self, AttemptFailure, Exclusion},
+    },
     routing::{
         registry::{LiveConnection, Snapshot},
         resolve::Target,
@@ -57,56 +62,167 @@ struct Failure {
 }
 
 pub async fn run(state: &Arc<AppState>, snapshot: &Snapshot, call: Call<'_>) -> Result<Response, ProxyError> {
-    let provider = call.target.provider.id;
+    let provider = call.target.provider;
+    let model = call.target.model.as_str();
     let candidates: Vec<&Arc<LiveConnection>> =
-        snapshot.candidates(provider).iter().filter(|c| call.key.is_none_or(|k| k.may_use(&c.id))).collect();
+        snapshot.candidates(provider.id).iter().filter(|c| call.key.is_none_or(|k| k.may_use(&c.id))).collect();
     if candidates.is_empty() {
         return Err(ProxyError::new(
             StatusCode::NOT_FOUND,
             "invalid_request_error",
             "no_credentials",
-            format!("No active credentials for provider: {provider}"),
+            format!("No active credentials for provider: {}", provider.id),
         ));
     }
+    let settings = state.resilience.current();
+    let cfg = engine::breaker_config(&settings, provider.category);
+    let mut probe = state.engine.admit(provider.id, &cfg).map_err(|ms| ProxyError::circuit_open(provider.id, ms))?;
     let mut failures = Vec::new();
+    let mut excluded = Vec::new();
     for conn in candidates {
-        let attempt = Attempt::start(state, &call, conn);
-        match state.executor.post(conn, call.upstream_path, call.body.clone(), call.stream).await {
-            Err(e) => failures.push(attempt.transport_failure(&e)),
-            Ok(resp) if resp.status().is_success() => match attempt.success(resp).await {
-                Ok(response) => return Ok(response),
-                Err(f) => failures.push(f),
-            },
-            Ok(resp) if is_failover_status(resp.status()) => failures.push(attempt.status_failure(resp).await),
-            Ok(resp) => return Ok(attempt.client_error(resp).await),
+        if let Some(why) = state.engine.exclusion(provider.id, &conn.id, model) {
+            excluded.push(why);
+            continue;
         }
+        let attempt = Attempt::start(state, &call, conn);
+        let failed = match state.executor.post(conn, call.upstream_path, call.body.clone(), call.stream).await {
+            Err(e) => attempt.transport_failure(&e),
+            Ok(resp) if resp.status().is_success() => match attempt.success(resp).await {
+                Ok(response) => {
+                    state.engine.on_success(provider.id, &conn.id, model, &cfg, probe.take());
+                    return Ok(response);
+                }
+                Err(f) => f,
+            },
+            Ok(resp) => {
+                let status = resp.status().as_u16();
+                let headers = resp.headers().clone();
+                let raw = read_limited(resp, MAX_ERROR_BODY).await.unwrap_or_default();
+                let body = redact(&String::from_utf8_lossy(&raw), conn);
+                let failure = AttemptFailure {
+                    provider: provider.id,
+                    connection_id: &conn.id,
+                    model,
+                    oauth: conn.oauth,
+                    disable_cooling: conn.disable_cooling,
+                    status: Some(status),
+                    headers: &headers,
+                    body: &body,
+                };
+                let outcome = state.engine.on_failure(&failure, &settings, &cfg, probe.as_mut());
+                if !outcome.verdict.should_fallback {
+                    return Ok(attempt.client_error(status, body));
+                }
+                let kind = outcome.verdict.reason.as_str();
+                failures.push(attempt.fail(
+                    outcome.status,
+                    kind,
+                    error_message(status, &body),
+                    outcome.retry_after_secs,
+                ));
+                continue;
+            }
+        };
+        // Transport failures (before or during the body) count too.
+        let failure = AttemptFailure {
+            provider: provider.id,
+            connection_id: &conn.id,
+            model,
+            oauth: conn.oauth,
+            disable_cooling: conn.disable_cooling,
+            status: None,
+            headers: &http::HeaderMap::new(),
+            body: &failed.message,
+        };
+        state.engine.on_failure(&failure, &settings, &cfg, probe.as_mut());
+        failures.push(failed);
     }
-    Err(all_failed(provider, failures))
+    if failures.is_empty() {
+        return Err(all_excluded(provider.id, model, &excluded));
+    }
+    Err(all_failed(provider.id, failures))
 }
 
-/// Statuses after which the next connection is tried.
-fn is_failover_status(s: reqwest::StatusCode) -> bool {
-    s.is_server_error() || s == reqwest::StatusCode::TOO_MANY_REQUESTS
-}
-
+/// Every connection failed: answer with the last failure.
 fn all_failed(provider: &str, failures: Vec<Failure>) -> ProxyError {
     let n = failures.len();
     let Some(last) = failures.into_iter().next_back() else {
         return ProxyError::new(StatusCode::BAD_GATEWAY, "server_error", "upstream_error", "no attempt was made");
     };
     let message = format!("All {n} connection(s) of provider {provider} failed; last error: {}", last.message);
-    let mut err = match last.status {
-        Some(429) => ProxyError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", "rate_limited", message),
-        Some(s) => ProxyError::new(
-            StatusCode::from_u16(s).unwrap_or(StatusCode::BAD_GATEWAY),
-            "server_error",
-            "upstream_error",
-            message,
-        ),
-        None => ProxyError::new(StatusCode::BAD_GATEWAY, "server_error", "upstream_unavailable", message),
+    let (status, kind, code) = match last.status {
+        Some(429) => (StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", "rate_limited"),
+        Some(401) => (StatusCode::UNAUTHORIZED, "authentication_error", "upstream_auth_error"),
+        Some(403) => (StatusCode::FORBIDDEN, "permission_error", "upstream_forbidden"),
+        Some(404) => (StatusCode::NOT_FOUND, "invalid_request_error", "model_not_found"),
+        Some(s) => (StatusCode::from_u16(s).unwrap_or(StatusCode::BAD_GATEWAY), "server_error", "upstream_error"),
+        None => (StatusCode::BAD_GATEWAY, "server_error", "upstream_unavailable"),
     };
+    let mut err = ProxyError::new(status, kind, code, message);
     err.retry_after = last.retry_after;
-    err.connection_id = Some(last.connection_id);
+    err.connection_id = Some(last.connection_id.into());
+    err
+}
+
+/// No connection could even be tried (SPEC §R2 outcomes): all terminal →
+/// 401; every usable one blocked only by model lockouts → 429
+/// `model_cooldown`; otherwise cooling → 429 when they cooled for rate
+/// limits, else 503, with "(reset after Ns)". `Retry-After` is the
+/// earliest lapse.
+fn all_excluded(provider: &str, model: &str, excluded: &[Exclusion]) -> ProxyError {
+    let terminal: Vec<TerminalStatus> =
+        excluded.iter().filter_map(|e| if let Exclusion::Terminal(t) = e { Some(*t) } else { None }).collect();
+    if terminal.len() == excluded.len() {
+        let why = match terminal.first() {
+            Some(TerminalStatus::Banned) => "banned by upstream",
+            Some(TerminalStatus::CreditsExhausted) => "credits exhausted",
+            _ => "authentication expired",
+        };
+        return ProxyError::new(
+            StatusCode::UNAUTHORIZED,
+            "authentication_error",
+            "connections_unusable",
+            format!("[{provider}] All {} connection(s) {why} — please reconnect in the dashboard", terminal.len()),
+        );
+    }
+    let soonest = excluded
+        .iter()
+        .filter_map(|e| match e {
+            Exclusion::Cooling { remaining_ms, .. } | Exclusion::ModelLocked { remaining_ms } => Some(*remaining_ms),
+            Exclusion::Terminal(_) => None,
+        })
+        .min()
+        .unwrap_or(1_000);
+    let secs = soonest.div_ceil(1000).max(1);
+    let locked = excluded.iter().filter(|e| matches!(e, Exclusion::ModelLocked { .. })).count();
+    let cooling: Vec<(Option<u16>, Option<&String>)> = excluded
+        .iter()
+        .filter_map(|e| match e {
+            Exclusion::Cooling { error_code, last_error, .. } => Some((*error_code, last_error.as_ref())),
+            _ => None,
+        })
+        .collect();
+    let mut err = if cooling.is_empty() {
+        ProxyError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limit_error",
+            "model_cooldown",
+            format!("All credentials for model {model} are cooling down"),
+        )
+        .with("model", model)
+        .with("reset_seconds", secs)
+        .with("credentials_cooling", locked)
+    } else {
+        let rate_limited = cooling.iter().all(|(code, _)| *code == Some(429));
+        let last_error = cooling.iter().find_map(|(_, e)| *e).map_or("connections are cooling down", String::as_str);
+        let message = format!("[{provider}/{model}] {last_error} (reset after {secs}s)");
+        if rate_limited {
+            ProxyError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", "connection_cooldown", message)
+        } else {
+            ProxyError::new(StatusCode::SERVICE_UNAVAILABLE, "server_error", "connection_cooldown", message)
+        }
+    };
+    err.retry_after = Some(secs);
     err
 }
 
@@ -153,33 +269,17 @@ impl<'a> Attempt<'a> {
         self.fail(None, e.kind(), e.to_string(), None)
     }
 
-    async fn status_failure(self, resp: reqwest::Response) -> Failure {
-        let status = resp.status().as_u16();
-        let retry_after = retry_after_secs(resp.headers());
-        let text = error_text(resp).await;
-        let kind = if status == 429 { "rate_limited" } else { "server_error" };
-        self.fail(Some(status), kind, text, retry_after)
-    }
-
-    /// A 4xx other than 429: the client's request is at fault; return the
-    /// upstream's answer unchanged (same protocol on both sides).
-    async fn client_error(mut self, resp: reqwest::Response) -> Response {
-        let status = resp.status();
-        let raw = read_limited(resp, MAX_ERROR_BODY).await.unwrap_or_default();
-        // Some upstreams echo the credential; it must reach neither the
-        // client nor the log.
-        let text = redact(&String::from_utf8_lossy(&raw), self.conn);
-        self.record.status = i32::from(status.as_u16());
+    /// The request itself is at fault (the verdict says no other
+    /// connection would do better): return the upstream's answer
+    /// unchanged (same protocol on both sides), credential redacted.
+    fn client_error(mut self, status: u16, text: String) -> Response {
+        self.record.status = i32::from(status);
         self.record.latency_ms = self.elapsed_ms();
         self.record.error_kind = Some("client_error".to_owned());
         self.record.error_message = Some(truncate(&text, MAX_LOGGED_ERROR));
         let conn_id = self.conn.id.clone();
         self.finish_log();
-        json_response(
-            StatusCode::from_u16(status.as_u16()).unwrap_or(StatusCode::BAD_GATEWAY),
-            Bytes::from(text),
-            &conn_id,
-        )
+        json_response(StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY), Bytes::from(text), &conn_id)
     }
 
     async fn success(mut self, resp: reqwest::Response) -> Result<Response, Failure> {
@@ -255,32 +355,19 @@ async fn read_limited(mut resp: reqwest::Response, limit: usize) -> Option<Bytes
 
 /// The human message of an upstream error body (`error.message` when it
 /// is JSON, else the text).
-async fn error_text(resp: reqwest::Response) -> String {
-    let status = resp.status();
-    let body = read_limited(resp, MAX_ERROR_BODY).await.unwrap_or_default();
-    let json: Option<serde_json::Value> = serde_json::from_slice(&body).ok();
+fn error_message(status: u16, body: &str) -> String {
+    let json: Option<serde_json::Value> = serde_json::from_str(body).ok();
     let message = json
         .as_ref()
         .and_then(|v| {
             v.pointer("/error/message").or_else(|| v.get("message")).and_then(|m| m.as_str()).map(str::to_owned)
         })
-        .unwrap_or_else(|| String::from_utf8_lossy(&body).trim().to_owned());
+        .unwrap_or_else(|| body.trim().to_owned());
     if message.is_empty() {
         format!("upstream returned {status}")
     } else {
         format!("upstream returned {status}: {message}")
     }
-}
-
-/// `Retry-After` as seconds: an integer, or an HTTP date from now.
-fn retry_after_secs(h: &reqwest::header::HeaderMap) -> Option<u64> {
-    let v = h.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim();
-    if let Ok(secs) = v.parse::<u64>() {
-        return Some(secs);
-    }
-    let at = chrono::DateTime::parse_from_rfc2822(v).ok()?;
-    let secs = (at.timestamp_millis() - now_ms()).max(0) as u64;
-    Some(secs.div_ceil(1000))
 }
 
 /// Removes the connection's credential from text that may echo it.
@@ -301,28 +388,6 @@ fn truncate(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use reqwest::header::{HeaderMap, HeaderValue, RETRY_AFTER};
-
-    #[test]
-    fn retry_after_reads_seconds_and_dates() {
-        let mut h = HeaderMap::new();
-        h.insert(RETRY_AFTER, HeaderValue::from_static("17"));
-        assert_eq!(retry_after_secs(&h), Some(17));
-        let at = chrono::Utc::now() + chrono::Duration::seconds(120);
-        h.insert(RETRY_AFTER, HeaderValue::from_str(&at.to_rfc2822()).unwrap());
-        let secs = retry_after_secs(&h).unwrap();
-        assert!((118..=120).contains(&secs), "{secs}");
-        h.insert(RETRY_AFTER, HeaderValue::from_static("soon"));
-        assert_eq!(retry_after_secs(&h), None);
-    }
-
-    #[test]
-    fn failover_statuses_are_5xx_and_429() {
-        assert!(is_failover_status(reqwest::StatusCode::SERVICE_UNAVAILABLE));
-        assert!(is_failover_status(reqwest::StatusCode::TOO_MANY_REQUESTS));
-        assert!(!is_failover_status(reqwest::StatusCode::BAD_REQUEST));
-        assert!(!is_failover_status(reqwest::StatusCode::UNAUTHORIZED));
-    }
 
     #[test]
     fn all_failed_reports_the_last_failure() {

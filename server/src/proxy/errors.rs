@@ -22,12 +22,50 @@ pub struct ProxyError {
     /// Seconds; `None` on a 429/503 still sends `Retry-After: 1`.
     pub retry_after: Option<u64>,
     /// The last connection tried, for `X-OmniRoute-Selected-Connection-Id`.
-    pub connection_id: Option<String>,
+    pub connection_id: Option<Box<str>>,
+    /// Rarely used additions, boxed to keep the error small.
+    pub extra: Option<Box<Extra>>,
+}
+
+/// More fields of the error object and more response headers.
+#[derive(Debug, Clone, Default)]
+pub struct Extra {
+    pub fields: serde_json::Map<String, serde_json::Value>,
+    pub headers: Vec<(&'static str, &'static str)>,
 }
 
 impl ProxyError {
     pub fn new(status: StatusCode, kind: &'static str, code: &'static str, message: impl Into<String>) -> Self {
-        Self { status, message: message.into(), kind, code, param: None, retry_after: None, connection_id: None }
+        Self {
+            status,
+            message: message.into(),
+            kind,
+            code,
+            param: None,
+            retry_after: None,
+            connection_id: None,
+            extra: None,
+        }
+    }
+
+    /// Adds a field to the error object.
+    pub fn with(mut self, key: &str, value: impl Into<serde_json::Value>) -> Self {
+        self.extra.get_or_insert_default().fields.insert(key.to_owned(), value.into());
+        self
+    }
+
+    /// A direct request to a provider whose breaker is open (SPEC §R1).
+    pub fn circuit_open(provider: &str, retry_after_ms: u64) -> Self {
+        let mut e = Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "server_error",
+            "provider_circuit_open",
+            format!("Provider {provider} circuit breaker is open"),
+        )
+        .with("provider", provider);
+        e.retry_after = Some(retry_after_ms.div_ceil(1000));
+        e.extra.get_or_insert_default().headers.push(("x-omniroute-provider-breaker", "open"));
+        e
     }
 
     /// 400 naming the offending field.
@@ -59,6 +97,10 @@ impl ProxyError {
 impl IntoResponse for ProxyError {
     fn into_response(self) -> Response {
         let mut error = json!({"message": self.message, "type": self.kind, "code": self.code});
+        let extra = self.extra.map(|e| *e).unwrap_or_default();
+        for (k, v) in extra.fields {
+            error[k] = v;
+        }
         if let Some(p) = self.param {
             error["param"] = json!(p);
         }
@@ -72,6 +114,9 @@ impl IntoResponse for ProxyError {
         }
         if let Some(v) = self.connection_id.and_then(|id| HeaderValue::from_str(&id).ok()) {
             resp.headers_mut().insert(SELECTED_CONNECTION, v);
+        }
+        for (name, value) in extra.headers {
+            resp.headers_mut().insert(name, HeaderValue::from_static(value));
         }
         resp
     }
@@ -95,5 +140,13 @@ mod tests {
         assert_eq!(resp.headers()[RETRY_AFTER], "30");
         let resp = ProxyError::bad_field("model", "missing").into_response();
         assert!(resp.headers().get(RETRY_AFTER).is_none());
+    }
+
+    #[test]
+    fn an_open_breaker_answers_503_with_its_header_and_fields() {
+        let resp = ProxyError::circuit_open("glm", 29_001).into_response();
+        assert_eq!(resp.status(), 503);
+        assert_eq!(resp.headers()[RETRY_AFTER], "30");
+        assert_eq!(resp.headers()["x-omniroute-provider-breaker"], "open");
     }
 }

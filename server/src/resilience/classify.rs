@@ -208,7 +208,7 @@ pub fn classify(f: &Failure<'_>) -> Verdict {
         Some(403) if text.contains("request not allowed") => {
             Verdict::new(ErrorReason::RequestRejected, true, REQUEST_REJECTED_COOLDOWN_MS, level)
         }
-        Some(401) => Verdict::new(ErrorReason::AuthError, true, 0, level),
+        Some(401) => retryable(f, ErrorReason::AuthError),
         Some(403) => Verdict::new(ErrorReason::Forbidden, true, 0, level),
         Some(404) => Verdict::new(ErrorReason::NotFound, true, 0, level),
         Some(408) => retryable(f, ErrorReason::Timeout),

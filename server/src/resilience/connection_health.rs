@@ -7,7 +7,7 @@
 //!   never overwritten by a transient cooldown and only an operator (or
 //!   new credentials) clears them; `banned` also follows 3 consecutive
 //!   `request_rejected` refusals, `expired` an auth failure that survived
-//!   `EXPIRED_RETRY_MAX` retries with backoff;
+//!   `EXPIRED_RETRY_MAX` retries on the backoff ladder;
 //! * **lazy expiry**: an expired cooldown simply stops excluding, and the
 //!   next selection resets the backoff level;
 //! * a success clears every error field.
@@ -20,8 +20,6 @@ use super::classify::{Terminal, Verdict};
 
 /// Auth failures retried (with backoff) before the account is `expired`.
 pub const EXPIRED_RETRY_MAX: u32 = 3;
-/// First backoff of an auth retry; doubles per retry.
-pub const EXPIRED_RETRY_BASE_MS: u64 = 5_000;
 /// Consecutive `request_rejected` refusals that mean `banned`.
 pub const REJECTED_STREAK_BAN: u32 = 3;
 /// Longest error text kept.
@@ -127,13 +125,10 @@ impl ConnectionHealth {
             self.rate_limited_until = None;
             return Marked::Terminal(t);
         }
-        let cooldown = if v.reason == ErrorReason::AuthError {
-            let retry = self.expired_retries;
+        if v.reason == ErrorReason::AuthError {
             self.expired_retries += 1;
-            EXPIRED_RETRY_BASE_MS << retry.min(16)
-        } else {
-            v.cooldown_ms
-        };
+        }
+        let cooldown = v.cooldown_ms;
         self.backoff_level = v.backoff_level;
         if cooldown == 0 || !cool {
             return Marked::Recorded;

@@ -103,8 +103,30 @@ impl Lockouts {
         if !s.enabled || !f.status.is_some_and(|st| s.error_codes.contains(&u64::from(st))) {
             return None;
         }
-        let scope = LockScope::for_status(f.status);
-        let k = key(f.provider, f.connection_id, f.model, scope);
+        let exact = match f.hint_ms {
+            Some(h) => select_cooldown(h, s),
+            None if f.reason == ErrorReason::QuotaExhausted => Some(until_local_midnight(f.now_ms)),
+            None => (!s.use_exponential_backoff).then_some(s.base_cooldown_ms),
+        };
+        Some(self.lock(f, |failure_count| {
+            exact.unwrap_or_else(|| {
+                let exp = (failure_count - 1).min(u32::try_from(s.max_backoff_steps).unwrap_or(u32::MAX)).min(63);
+                s.base_cooldown_ms.saturating_mul(1_u64 << exp).min(s.max_cooldown_ms)
+            })
+        }))
+    }
+
+    /// Locks the model for exactly `cooldown_ms`, whatever the settings: a
+    /// provider rule scoped to the model, or a connection that opts out of
+    /// cooling.
+    pub fn force(&mut self, f: &LockFailure<'_>, cooldown_ms: u64) -> u64 {
+        self.lock(f, |_| cooldown_ms)
+    }
+
+    /// Counts the failure (escalation window) and extends the lock by the
+    /// cooldown `for_count` picks; a shorter lock never shortens a longer.
+    fn lock(&mut self, f: &LockFailure<'_>, for_count: impl FnOnce(u32) -> u64) -> u64 {
+        let k = key(f.provider, f.connection_id, f.model, LockScope::for_status(f.status));
         let now = f.now_ms;
         let previous = self.locks.get(&k);
         let failure_count = match previous {
@@ -113,15 +135,7 @@ impl Lockouts {
             }
             _ => 1,
         };
-        let exact = match f.hint_ms {
-            Some(h) => select_cooldown(h, s),
-            None if f.reason == ErrorReason::QuotaExhausted => Some(until_local_midnight(now)),
-            None => (!s.use_exponential_backoff).then_some(s.base_cooldown_ms),
-        };
-        let cooldown = exact.unwrap_or_else(|| {
-            let exp = (failure_count - 1).min(u32::try_from(s.max_backoff_steps).unwrap_or(u32::MAX)).min(63);
-            s.base_cooldown_ms.saturating_mul(1_u64 << exp).min(s.max_cooldown_ms)
-        });
+        let cooldown = for_count(failure_count);
         let until = now.saturating_add(i64::try_from(cooldown).unwrap_or(i64::MAX));
         let until = previous.map_or(until, |p| p.until.max(until));
         if self.locks.len() >= MAX_ENTRIES && !self.locks.contains_key(&k) {
@@ -140,7 +154,12 @@ impl Lockouts {
                 last_cooldown_ms: cooldown,
             },
         );
-        Some(cooldown)
+        cooldown
+    }
+
+    /// Whether no lock (active or expired) is held.
+    pub fn is_empty(&self) -> bool {
+        self.locks.is_empty()
     }
 
     /// The remaining lock on this model, if any (every scope is checked).

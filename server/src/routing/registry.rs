@@ -38,6 +38,10 @@ pub struct LiveConnection {
     pub credential: Option<Credential>,
     /// Authentication + identity headers, built once per connection.
     pub auth_headers: reqwest::header::HeaderMap,
+    /// OAuth connections cool by the OAuth profile (SPEC §R2).
+    pub oauth: bool,
+    /// The connection opts out of cooldowns (failures lock the model).
+    pub disable_cooling: bool,
 }
 
 impl LiveConnection {
@@ -48,7 +52,14 @@ impl LiveConnection {
         credential: Option<Credential>,
     ) -> Self {
         let auth_headers = executor::auth_headers(provider.protocol, credential.as_ref().map(|c| c.0.as_str()));
-        Self { id, provider, base_url, credential, auth_headers }
+        Self { id, provider, base_url, credential, auth_headers, oauth: false, disable_cooling: false }
+    }
+
+    /// The connection's own cooldown policy, from its row.
+    pub fn with_policy(mut self, row: &crate::db::entities::provider_connection::Model) -> Self {
+        self.oauth = row.auth_type == "oauth";
+        self.disable_cooling = row.disable_cooling;
+        self
     }
 }
 
@@ -114,7 +125,8 @@ impl ConnectionRegistry {
                 tracing::warn!(connection_id = %row.id, "connection without a usable base URL skipped");
                 continue;
             };
-            live.push(LiveConnection::new(row.id, provider, base_url, credential));
+            let conn = LiveConnection::new(row.id.clone(), provider, base_url, credential).with_policy(&row);
+            live.push(conn);
         }
         // Rows arrive in routing order already; grouping keeps it.
         self.snapshot.store(Arc::new(Snapshot::from_live(live)));

@@ -4,7 +4,11 @@
 
 use fake_upstream::FakeUpstream;
 use serde_json::{Value, json};
-use server::{config::Config, state::AppState};
+use server::{
+    config::Config,
+    resilience::clock::{Clock, ManualClock, SystemClock},
+    state::AppState,
+};
 use std::sync::Arc;
 use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle};
 
@@ -43,11 +47,21 @@ impl Gateway {
 
     /// Starts with the test config adjusted by `adjust` (env-derived fields).
     pub async fn start_configured(dir: tempfile::TempDir, adjust: impl FnOnce(&mut Config)) -> Self {
+        Self::start_full(dir, adjust, Arc::new(SystemClock)).await
+    }
+
+    /// Starts with the resilience engine on a clock the test moves.
+    pub async fn start_with_clock(dir: tempfile::TempDir) -> (Self, Arc<ManualClock>) {
+        let clock = Arc::new(ManualClock::new(1_767_225_600_000));
+        (Self::start_full(dir, |_| {}, clock.clone()).await, clock)
+    }
+
+    async fn start_full(dir: tempfile::TempDir, adjust: impl FnOnce(&mut Config), clock: Arc<dyn Clock>) -> Self {
         let mut config = Config::for_data_dir(dir.path().to_path_buf());
         adjust(&mut config);
         config.management_key = Some(MGMT_KEY.into());
         config.initial_password = Some(ADMIN_PASSWORD.into());
-        let state = server::build_state(config).await.unwrap();
+        let state = server::build_state_with_clock(config, clock).await.unwrap();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let (stop, rx) = oneshot::channel::<()>();
@@ -103,6 +117,14 @@ impl Gateway {
     /// A fake upstream and a gateway, both on fresh ports.
     pub async fn with_fake() -> (FakeUpstream, Self) {
         (FakeUpstream::start().await.unwrap(), Self::start().await)
+    }
+
+    /// Turns connection cooldowns off (base 0), for tests about plain
+    /// failover where a cooled connection would change the attempt order.
+    pub async fn without_cooldowns(&self) {
+        let body = json!({"connectionCooldown": {"oauth": {"baseCooldownMs": 0}, "apikey": {"baseCooldownMs": 0}}});
+        let resp = self.api(reqwest::Method::PATCH, "/api/resilience").json(&body).send().await.unwrap();
+        assert_eq!(resp.status(), 200);
     }
 
     /// `GET` a management path, parsed as JSON.

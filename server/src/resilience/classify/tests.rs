@@ -91,7 +91,7 @@ fn status_and_text_verdicts() {
     let v = simple(400, "some other error");
     assert_eq!((v.reason, v.should_fallback, v.cooldown_ms), (ErrorReason::BadRequest, false, 0));
     let v = simple(401, "invalid x-api-key");
-    assert_eq!((v.reason, v.should_fallback), (ErrorReason::AuthError, true));
+    assert_eq!((v.reason, v.should_fallback, v.cooldown_ms), (ErrorReason::AuthError, true, 3_000));
     let v = simple(404, r#"{"error":{"type":"not_found_error","message":"model: claude-x"}}"#);
     assert_eq!(v.reason, ErrorReason::ModelAccessDenied);
     let v = simple(403, r#"{"error":{"type":"permission_error","message":"Request not allowed"}}"#);

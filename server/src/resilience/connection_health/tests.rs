@@ -86,20 +86,15 @@ fn three_consecutive_refusals_ban_and_one_only_cools() {
 #[test]
 fn auth_failures_expire_the_account_after_the_retries() {
     let mut h = ConnectionHealth::default();
-    let auth = verdict(ErrorReason::AuthError, 0, 0);
     let mut now = T;
-    let mut cooldowns = Vec::new();
-    for _ in 0..EXPIRED_RETRY_MAX {
-        match h.mark_failure(&auth, Some(401), "token expired", now, true) {
-            Marked::Cooled(ms) => {
-                cooldowns.push(ms);
-                now += ms as i64;
-            }
-            other => panic!("{other:?}"),
-        }
+    for (level, cooldown) in [(1, 3_000), (2, 6_000), (3, 12_000)] {
+        let auth = verdict(ErrorReason::AuthError, cooldown, level);
+        assert_eq!(h.mark_failure(&auth, Some(401), "token expired", now, true), Marked::Cooled(cooldown));
+        now += cooldown as i64;
     }
-    assert_eq!(cooldowns, [5_000, 10_000, 20_000]);
+    let auth = verdict(ErrorReason::AuthError, 24_000, 4);
     assert_eq!(h.mark_failure(&auth, Some(401), "token expired", now, true), Marked::Terminal(TerminalStatus::Expired));
+    assert_eq!(h.expired_retries, EXPIRED_RETRY_MAX);
 }
 
 #[test]

@@ -1,0 +1,199 @@
+//! The resilience engine through the real server (SPEC §R1–§R3, §R7):
+//! cooldowns steer traffic away from a failing key, the provider breaker
+//! opens and recovers on a driven clock, terminal states answer 401,
+//! model lockouts answer `model_cooldown`, operator rules work for 400,
+//! restatement hides a mis-stated quota error, settings changes apply to
+//! the next request.
+#![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
+
+mod common;
+
+use common::{Gateway, chat_body, v1};
+use fake_upstream::{FakeUpstream, Rule};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+/// Upstream calls made with this API key.
+fn calls_with(fake: &FakeUpstream, key: &str) -> usize {
+    let bearer = format!("Bearer {key}");
+    fake.requests()
+        .iter()
+        .filter(|r| r.path.starts_with("/v1/chat") && r.headers.get("authorization") == Some(&bearer))
+        .count()
+}
+
+async fn start() -> (FakeUpstream, Gateway, std::sync::Arc<server::resilience::clock::ManualClock>) {
+    let fake = FakeUpstream::start().await.unwrap();
+    let (gw, clock) = Gateway::start_with_clock(tempfile::tempdir().unwrap()).await;
+    (fake, gw, clock)
+}
+
+async fn patch(gw: &Gateway, body: Value) {
+    let resp = gw.api(Method::PATCH, "/api/resilience").json(&body).send().await.unwrap();
+    assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
+}
+
+fn rule(key: &str, status: u16, body: Value) -> Rule {
+    Rule { api_key: Some(key.into()), status: Some(status), body: Some(body), ..Default::default() }
+}
+
+#[tokio::test]
+async fn a_rate_limited_key_cools_and_traffic_moves_to_the_next_until_it_recovers() {
+    let (fake, gw, clock) = start().await;
+    let a = gw.add_connection("openai", "a", "sk-a", &v1(&fake), 0).await;
+    let b = gw.add_connection("openai", "b", "sk-b", &v1(&fake), 1).await;
+    fake.push_rule(Rule { times: Some(1), ..rule("sk-a", 429, json!({"error": {"message": "slow down"}})) });
+
+    let first = gw.chat(chat_body("openai/gpt-4o-mini", false), None).await;
+    assert_eq!(first.headers()["x-omniroute-selected-connection-id"], b.as_str());
+    let health = gw.state.engine.health(&a);
+    assert_eq!((health.backoff_level, health.error_code.as_deref()), (1, Some("429")));
+    // a cools for the API-key ladder's first rung (3 s): no call reaches it.
+    let second = gw.chat(chat_body("openai/gpt-4o-mini", false), None).await;
+    assert_eq!(second.headers()["x-omniroute-selected-connection-id"], b.as_str());
+    assert_eq!(calls_with(&fake, "sk-a"), 1);
+    clock.advance(3_000);
+    let third = gw.chat(chat_body("openai/gpt-4o-mini", false), None).await;
+    assert_eq!(third.headers()["x-omniroute-selected-connection-id"], a.as_str(), "back after its cooldown");
+    assert_eq!(gw.state.engine.health(&a), Default::default(), "a success clears every error field");
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn the_provider_breaker_opens_answers_503_and_closes_after_a_good_probe() {
+    let (fake, gw, clock) = start().await;
+    gw.add_connection("openai", "a", "sk-a", &v1(&fake), 0).await;
+    gw.without_cooldowns().await;
+    patch(&gw, json!({"providerBreaker": {"apikey": {"failureThreshold": 2, "degradationThreshold": 1, "resetTimeoutMs": 10_000}}})).await;
+    fake.push_rule(rule("sk-a", 503, json!({"error": {"message": "overloaded"}})));
+    for _ in 0..2 {
+        assert_eq!(gw.chat(chat_body("openai/gpt-4o-mini", false), None).await.status(), 503);
+    }
+    let calls = calls_with(&fake, "sk-a");
+    let open = gw.chat(chat_body("openai/gpt-4o-mini", false), None).await;
+    assert_eq!(open.status(), 503);
+    assert_eq!(open.headers()["x-omniroute-provider-breaker"], "open");
+    assert_eq!(open.headers()["retry-after"], "10");
+    let body: Value = open.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "provider_circuit_open");
+    assert_eq!(body["error"]["provider"], "openai");
+    assert_eq!(body["error"]["message"], "Provider openai circuit breaker is open");
+    assert_eq!(calls_with(&fake, "sk-a"), calls, "no upstream call while open");
+
+    clock.advance(10_000);
+    fake.clear_rules();
+    let probe = gw.chat(chat_body("openai/gpt-4o-mini", false), None).await;
+    assert_eq!(probe.status(), 200, "the half-open probe goes through");
+    assert!(gw.state.engine.breakers(&gw.state.resilience.current()).is_empty(), "closed again");
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn a_400_or_429_never_opens_the_breaker() {
+    let (fake, gw, _clock) = start().await;
+    gw.add_connection("openai", "a", "sk-a", &v1(&fake), 0).await;
+    gw.without_cooldowns().await;
+    patch(&gw, json!({"providerBreaker": {"apikey": {"failureThreshold": 1, "degradationThreshold": null}}})).await;
+    fake.push_rule(rule("sk-a", 429, json!({"error": {"message": "slow down"}})));
+    for _ in 0..3 {
+        assert_eq!(gw.chat(chat_body("openai/gpt-4o-mini", false), None).await.status(), 429);
+    }
+    assert!(gw.state.engine.breakers(&gw.state.resilience.current()).is_empty());
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn credits_exhaustion_is_terminal_and_answers_401_until_reset() {
+    let (fake, gw, clock) = start().await;
+    let a = gw.add_connection("openai", "a", "sk-a", &v1(&fake), 0).await;
+    fake.push_rule(rule("sk-a", 402, json!({"error": {"message": "Your credit balance is too low"}})));
+    assert_eq!(gw.chat(chat_body("openai/gpt-4o-mini", false), None).await.status(), 402);
+    clock.advance(86_400_000);
+    let resp = gw.chat(chat_body("openai/gpt-4o-mini", false), None).await;
+    assert_eq!(resp.status(), 401);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(
+        body["error"]["message"],
+        "[openai] All 1 connection(s) credits exhausted — please reconnect in the dashboard"
+    );
+    assert_eq!(calls_with(&fake, "sk-a"), 1);
+    assert!(!gw.state.engine.clear_connection(&a, false), "a transient clear keeps a terminal state");
+    assert!(gw.state.engine.clear_connection(&a, true));
+    fake.clear_rules();
+    assert_eq!(gw.chat(chat_body("openai/gpt-4o-mini", false), None).await.status(), 200);
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn a_locked_model_answers_model_cooldown_while_other_models_serve() {
+    let (fake, gw, clock) = start().await;
+    gw.add_connection("openai", "a", "sk-a", &v1(&fake), 0).await;
+    patch(&gw, json!({"modelLockout": {"enabled": true, "baseCooldownMs": 60_000}})).await;
+    fake.push_rule(Rule {
+        model: Some("gpt-4o".into()),
+        ..rule("sk-a", 404, json!({"error": {"message": "The model does not exist"}}))
+    });
+    assert_eq!(gw.chat(chat_body("openai/gpt-4o", false), None).await.status(), 404);
+    let locked = gw.chat(chat_body("openai/gpt-4o", false), None).await;
+    assert_eq!(locked.status(), 429);
+    assert_eq!(locked.headers()["retry-after"], "60");
+    let body: Value = locked.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "model_cooldown");
+    assert_eq!((body["error"]["model"].as_str(), body["error"]["reset_seconds"].as_u64()), (Some("gpt-4o"), Some(60)));
+    assert_eq!(gw.chat(chat_body("openai/gpt-4o-mini", false), None).await.status(), 200, "other models serve");
+    clock.advance(60_000);
+    fake.clear_rules();
+    assert_eq!(gw.chat(chat_body("openai/gpt-4o", false), None).await.status(), 200, "the lock expires");
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn an_operator_rule_for_status_400_fails_over_and_cools() {
+    let (fake, gw, _clock) = start().await;
+    let a = gw.add_connection("openai", "a", "sk-a", &v1(&fake), 0).await;
+    let b = gw.add_connection("openai", "b", "sk-b", &v1(&fake), 1).await;
+    fake.push_rule(rule("sk-a", 400, json!({"error": {"message": "upstream: model is unavailable"}})));
+    // Without a rule a 400 is the client's fault and passes through.
+    assert_eq!(gw.chat(chat_body("openai/gpt-4o-mini", false), None).await.status(), 400);
+    let rule = json!({"provider": "openai", "status": 400, "match": "model is unavailable", "scope": "connection", "reason": "server_error", "cooldownMs": 60_000});
+    patch(&gw, json!({"providerErrorRules": [rule]})).await;
+    let resp = gw.chat(chat_body("openai/gpt-4o-mini", false), None).await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["x-omniroute-selected-connection-id"], b.as_str());
+    assert_eq!(gw.state.engine.health(&a).last_error_type.as_deref(), Some("server_error"));
+    assert_eq!(gw.state.engine.health(&a).remaining_ms(gw.state.engine.now()), 60_000);
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn a_misstated_agentrouter_quota_error_is_restated_and_routed_around() {
+    let (fake, gw, _clock) = start().await;
+    let a = gw.add_connection("agentrouter", "a", "sk-a", &v1(&fake), 0).await;
+    let b = gw.add_connection("agentrouter", "b", "sk-b", &v1(&fake), 1).await;
+    fake.push_rule(rule("sk-a", 403, json!({"error": {"message": "用户额度不足"}})));
+    let resp = gw.chat(chat_body("agentrouter/claude-sonnet-4", false), None).await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["x-omniroute-selected-connection-id"], b.as_str());
+    let logs = gw.logs().await;
+    let failed = logs.iter().find(|r| r["connectionId"] == a.as_str()).unwrap();
+    assert_eq!((failed["status"].as_i64(), failed["errorKind"].as_str()), (Some(429), Some("quota_exhausted")));
+    let h = gw.state.engine.health(&a);
+    assert!(h.terminal.is_none() && h.remaining_ms(gw.state.engine.now()) > 0, "cooled, never terminal");
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn a_settings_change_applies_to_the_next_request() {
+    let (fake, gw, _clock) = start().await;
+    let a = gw.add_connection("openai", "a", "sk-a", &v1(&fake), 0).await;
+    gw.add_connection("openai", "b", "sk-b", &v1(&fake), 1).await;
+    fake.push_rule(rule("sk-a", 503, json!({"error": {"message": "down"}})));
+    gw.chat(chat_body("openai/gpt-4o-mini", false), None).await;
+    assert!(gw.state.engine.health(&a).remaining_ms(gw.state.engine.now()) > 0, "default: the failure cools a");
+    gw.state.engine.clear_connection(&a, false);
+    gw.without_cooldowns().await;
+    gw.chat(chat_body("openai/gpt-4o-mini", false), None).await;
+    assert_eq!(gw.state.engine.health(&a).remaining_ms(gw.state.engine.now()), 0, "base 0 now: no cooldown");
+    assert_eq!(calls_with(&fake, "sk-a"), 2);
+    gw.stop().await;
+}
