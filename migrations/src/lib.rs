@@ -7,6 +7,7 @@
 pub use sea_orm_migration::prelude::*;
 
 mod m0001_initial;
+mod m0002_breakers;
 
 /// Every migration, oldest first.
 pub struct Migrator;
@@ -14,6 +15,6 @@ pub struct Migrator;
 #[async_trait::async_trait]
 impl MigratorTrait for Migrator {
     fn migrations() -> Vec<Box<dyn MigrationTrait>> {
-        vec![Box::new(m0001_initial::Migration)]
+        vec![Box::new(m0001_initial::Migration), Box::new(m0002_breakers::Migration)]
     }
 }

@@ -8,6 +8,7 @@ pub mod db;
 pub mod proxy;
 pub mod request_log;
 pub mod resilience;
+pub mod resilience_store;
 pub mod routing;
 pub mod services;
 pub mod state;
@@ -27,6 +28,7 @@ use crate::{
         clock::{Clock, SystemClock},
         engine::Engine,
     },
+    resilience_store::ResilienceStore,
     routing::registry::ConnectionRegistry,
     state::AppState,
     upstream::executor::Executor,
@@ -54,8 +56,12 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
     }
     let executor = Executor::new(config.connect_timeout, config.fetch_timeout).context("building the HTTP client")?;
     let resilience = services::resilience::load(&db, config.resilience_env.clone()).await?;
+    let (store, changes) = ResilienceStore::spawn(db.clone());
+    let engine = Engine::new(clock, Some(changes));
+    restore_engine(&engine, &db, &resilience.current()).await?;
     let state = Arc::new(AppState {
-        engine: Engine::new(clock, None),
+        engine,
+        resilience_store: store,
         resilience,
         logs: LogSink::spawn(db.clone(), config.log_retention_rows),
         keys: KeyRegistry::default(),
@@ -70,6 +76,26 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
     state.keys.reload(&state.db).await?;
     state.connections.reload(&state.db, &state.secrets).await?;
     Ok(state)
+}
+
+/// Loads breakers and connection health as the last run left them: an
+/// open breaker stays open, a cooling connection keeps cooling.
+async fn restore_engine(
+    engine: &Engine,
+    db: &sea_orm::DatabaseConnection,
+    settings: &app::types::settings::ResilienceSettings,
+) -> anyhow::Result<()> {
+    for row in db::resilience::load_breakers(db).await? {
+        let category = upstream::catalog::find(&row.provider).map_or(app::types::Category::Apikey, |p| p.category);
+        let cfg = resilience::engine::breaker_config(settings, category);
+        if let Some(b) = db::resilience::breaker_from_row(&row, &cfg) {
+            engine.restore_breaker(&row.provider, b);
+        }
+    }
+    for row in db::connections::list(db, None).await? {
+        engine.restore_connection(&row.id, db::resilience::health_from_row(&row));
+    }
+    Ok(())
 }
 
 /// Every route of the binary.
@@ -110,6 +136,7 @@ pub async fn serve(
         } => tracing::warn!(grace_ms = grace.as_millis() as u64, "grace period over; closing remaining connections"),
     }
     state.logs.flush().await;
+    state.resilience_store.flush().await;
     tracing::info!("shutdown complete");
     Ok(())
 }

@@ -8,6 +8,7 @@ use crate::{
     config::Config,
     request_log::LogSink,
     resilience::{engine::Engine, settings::SettingsHandle},
+    resilience_store::ResilienceStore,
     routing::registry::ConnectionRegistry,
     upstream::executor::Executor,
 };
@@ -25,5 +26,7 @@ pub struct AppState {
     pub resilience: SettingsHandle,
     /// Breakers, connection health and lockouts (SPEC §R1–§R3).
     pub engine: Engine,
+    /// Write-behind storage of the engine's breakers and connection health.
+    pub resilience_store: ResilienceStore,
     pub started_at: Instant,
 }

@@ -197,3 +197,31 @@ async fn a_settings_change_applies_to_the_next_request() {
     assert_eq!(calls_with(&fake, "sk-a"), 2);
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn an_open_breaker_a_cooldown_and_a_terminal_state_survive_a_restart() {
+    let fake = FakeUpstream::start().await.unwrap();
+    let (gw, _clock) = Gateway::start_with_clock(tempfile::tempdir().unwrap()).await;
+    let a = gw.add_connection("openai", "a", "sk-a", &v1(&fake), 0).await;
+    let d = gw.add_connection("deepseek", "d", "sk-d", &v1(&fake), 0).await;
+    patch(&gw, json!({"providerBreaker": {"apikey": {"failureThreshold": 1, "degradationThreshold": null}}})).await;
+    fake.push_rule(rule("sk-a", 503, json!({"error": {"message": "down"}})));
+    fake.push_rule(rule("sk-d", 402, json!({"error": {"message": "payment required"}})));
+    gw.chat(chat_body("openai/gpt-4o-mini", false), None).await;
+    gw.chat(chat_body("deepseek/deepseek-chat", false), None).await;
+    let cooling_until = gw.state.engine.health(&a).rate_limited_until;
+    assert!(cooling_until.is_some());
+
+    let (gw, _clock) = Gateway::start_with_clock(gw.stop().await).await;
+    let calls = fake.count("/v1/chat");
+    let open = gw.chat(chat_body("openai/gpt-4o-mini", false), None).await;
+    assert_eq!(open.status(), 503);
+    assert_eq!(open.headers()["x-omniroute-provider-breaker"], "open");
+    assert_eq!(gw.state.engine.health(&a).rate_limited_until, cooling_until);
+    assert_eq!(gw.chat(chat_body("deepseek/deepseek-chat", false), None).await.status(), 401);
+    assert_eq!(fake.count("/v1/chat"), calls, "nothing reached the upstream after the restart");
+    let view = gw.get_json(&format!("/api/providers/{d}")).await;
+    assert_eq!(view["connection"]["terminalStatus"], "credits_exhausted");
+    assert_eq!(view["connection"]["status"], "terminal");
+    gw.stop().await;
+}

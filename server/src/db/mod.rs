@@ -5,6 +5,7 @@ pub mod api_keys;
 pub mod connections;
 pub mod entities;
 pub mod logs;
+pub mod resilience;
 pub mod settings;
 
 use migrations::{Migrator, MigratorTrait};

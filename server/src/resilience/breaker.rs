@@ -24,6 +24,10 @@ pub enum BreakerState {
 }
 
 impl BreakerState {
+    pub fn parse(s: &str) -> Option<Self> {
+        [Self::Closed, Self::Degraded, Self::Open, Self::HalfOpen].into_iter().find(|st| st.as_str() == s)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Closed => "CLOSED",
@@ -54,6 +58,19 @@ pub struct BreakerConfig {
     /// Hold after a failure of this kind instead of the reset timeout.
     pub rate_limit_hold_ms: Option<u64>,
     pub quota_exhausted_hold_ms: Option<u64>,
+}
+
+impl FailureKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::RateLimit => "rate_limit",
+            Self::QuotaExhausted => "quota_exhausted",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [Self::RateLimit, Self::QuotaExhausted].into_iter().find(|k| k.as_str() == s)
+    }
 }
 
 impl From<&BreakerProfile> for BreakerConfig {
@@ -170,6 +187,12 @@ impl Breaker {
 
     pub fn state(&mut self, cfg: &BreakerConfig, now: i64) -> BreakerState {
         self.refresh(cfg, now);
+        self.state
+    }
+
+    /// The state as last written, without refreshing: only for storing
+    /// it (every decision reads [`state`](Self::state)).
+    pub fn stored_state(&self) -> BreakerState {
         self.state
     }
 

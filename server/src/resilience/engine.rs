@@ -385,6 +385,21 @@ impl Engine {
         out
     }
 
+    /// A passing connection test heals a DEGRADED breaker at once.
+    pub fn on_connection_test_passed(
+        &self,
+        provider: &crate::upstream::catalog::Provider,
+        settings: &ResilienceSettings,
+    ) {
+        let Some(slot) = self.providers.get(provider.id).map(|s| s.clone()) else { return };
+        let cfg = breaker_config(settings, provider.category);
+        let mut b = slot.breaker.lock();
+        b.on_connection_test_passed(&cfg, self.now());
+        let quiet = *b == Breaker::default();
+        slot.quiet.store(quiet, Ordering::Release);
+        self.emit(Change::Breaker(provider.id.to_owned(), b.clone()));
+    }
+
     /// Resets one provider's breaker (or all); how many were not closed.
     pub fn reset_breakers(&self, provider: Option<&str>) -> usize {
         let mut n = 0;

@@ -20,7 +20,7 @@ use crate::{
 pub async fn list(state: &AppState, provider: Option<&str>) -> Result<ConnectionList, ServiceError> {
     let now = now_ms();
     let connections: Vec<ConnectionView> =
-        connections::list(&state.db, provider).await?.into_iter().map(|r| view(r, now)).collect();
+        connections::list(&state.db, provider).await?.into_iter().map(|r| view(live(state, r), now)).collect();
     Ok(ConnectionList { total: connections.len(), connections })
 }
 
@@ -94,8 +94,9 @@ pub async fn update(state: &AppState, id: &str, input: UpdateConnection) -> Resu
     if let Some(secret) = input.api_key.as_deref().or(input.access_token.as_deref()) {
         row.credential_enc = Some(state.secrets.encrypt(secret));
         row.credential_suffix = Some(mask_secret(secret));
-        // New credentials end any terminal state of the old ones.
-        row.terminal_status = None;
+        // New credentials end any cooldown or terminal state of the old ones.
+        state.engine.clear_connection(&row.id, true);
+        row = live(state, row);
     }
     if let Some(url) = input.base_url {
         row.base_url = url.map(|u| u.trim_end_matches('/').to_owned());
@@ -174,7 +175,11 @@ pub async fn test(state: &AppState, id: &str) -> Result<ConnectionTestResult, Se
     };
     tracing::info!(connection_id = %conn.id, ok = result.ok, status = result.status, "connection tested");
     // The outcome stays visible on the connection (also without JS).
-    if let Some(mut row) = connections::get(&state.db, &conn.id).await? {
+    if result.ok {
+        state.engine.on_connection_test_passed(provider, &state.resilience.current());
+    }
+    if let Some(row) = connections::get(&state.db, &conn.id).await? {
+        let mut row = live(state, row);
         row.test_status = Some(if result.ok { "ok" } else { "failed" }.to_owned());
         row.last_error = result.error.clone();
         row.updated_at = now_ms();
@@ -199,8 +204,28 @@ fn model_ids(body: &serde_json::Value) -> Vec<String> {
     openai.chain(gemini).map(str::to_owned).collect()
 }
 
+/// The stored row with the engine's live health (the row's copy is
+/// written behind and may lag).
 async fn find(state: &AppState, id: &str) -> Result<ConnectionRow, ServiceError> {
-    connections::get(&state.db, id).await?.ok_or(ServiceError::NotFound("connection"))
+    let row = connections::get(&state.db, id).await?.ok_or(ServiceError::NotFound("connection"))?;
+    Ok(live(state, row))
+}
+
+/// `row` with its health columns taken from the engine.
+fn live(state: &AppState, mut row: ConnectionRow) -> ConnectionRow {
+    let h = state.engine.health(&row.id);
+    row.rate_limited_until = h.rate_limited_until;
+    // Without an engine error the row may hold the last test's message.
+    if h.last_error.is_some() {
+        row.last_error = h.last_error;
+    }
+    row.last_error_type = h.last_error_type;
+    row.error_code = h.error_code;
+    row.backoff_level = i32::try_from(h.backoff_level).unwrap_or(i32::MAX);
+    row.terminal_status = h.terminal.map(|t| t.as_str().to_owned());
+    row.expired_retry_count = i32::try_from(h.expired_retries).unwrap_or(i32::MAX);
+    row.rejected_streak = i32::try_from(h.rejected_streak).unwrap_or(i32::MAX);
+    row
 }
 
 fn to_json<T: serde::Serialize>(v: &T) -> String {

@@ -1,6 +1,7 @@
 //! sea-orm entities, one per table of `migrations`. Timestamps are epoch ms.
 
 pub mod api_key;
+pub mod circuit_breaker;
 pub mod key_value;
 pub mod provider_connection;
 pub mod proxy_log;

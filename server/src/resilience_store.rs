@@ -1,0 +1,77 @@
+//! Write-behind persistence of the resilience engine: the engine sends
+//! each breaker or connection-health change down a channel and never
+//! waits; this task keeps only the latest change per breaker/connection
+//! and writes them. `flush` waits until everything sent before it is
+//! stored (shutdown, tests).
+
+use sea_orm::DatabaseConnection;
+use std::collections::HashMap;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::{
+    db::resilience as repo,
+    resilience::{breaker::Breaker, connection_health::ConnectionHealth, engine::Change},
+};
+
+#[derive(Clone)]
+pub struct ResilienceStore {
+    flush_tx: mpsc::Sender<oneshot::Sender<()>>,
+}
+
+impl ResilienceStore {
+    /// Starts the writer; the engine sends its changes to the returned sender.
+    pub fn spawn(db: DatabaseConnection) -> (Self, mpsc::UnboundedSender<Change>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (flush_tx, flush_rx) = mpsc::channel(16);
+        tokio::spawn(writer(db, rx, flush_rx));
+        (Self { flush_tx }, tx)
+    }
+
+    /// Waits until every change sent before this call is stored.
+    pub async fn flush(&self) {
+        let (ack, done) = oneshot::channel();
+        if self.flush_tx.send(ack).await.is_ok() {
+            let _ = done.await;
+        }
+    }
+}
+
+async fn writer(
+    db: DatabaseConnection,
+    mut changes: mpsc::UnboundedReceiver<Change>,
+    mut flushes: mpsc::Receiver<oneshot::Sender<()>>,
+) {
+    loop {
+        let mut acks = Vec::new();
+        let first = tokio::select! {
+            c = changes.recv() => match c { Some(c) => Some(c), None => break },
+            a = flushes.recv() => match a { Some(a) => { acks.push(a); None } None => break },
+        };
+        // Coalesce: only the newest state of each breaker/connection counts.
+        let mut breakers: HashMap<String, Breaker> = HashMap::new();
+        let mut health: HashMap<String, ConnectionHealth> = HashMap::new();
+        for change in first.into_iter().chain(std::iter::from_fn(|| changes.try_recv().ok())) {
+            match change {
+                Change::Breaker(p, b) => {
+                    breakers.insert(p, b);
+                }
+                Change::Connection(id, h) => {
+                    health.insert(id, h);
+                }
+            }
+        }
+        for (provider, b) in &breakers {
+            if let Err(e) = repo::save_breaker(&db, provider, b).await {
+                tracing::error!(error = %e, provider, "storing a circuit breaker failed");
+            }
+        }
+        for (id, h) in &health {
+            if let Err(e) = repo::save_health(&db, id, h).await {
+                tracing::error!(error = %e, connection_id = %id, "storing connection health failed");
+            }
+        }
+        for ack in acks {
+            let _ = ack.send(());
+        }
+    }
+}
