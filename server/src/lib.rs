@@ -62,6 +62,7 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
     let state = Arc::new(AppState {
         engine,
         resilience_store: store,
+        health_cache: parking_lot::Mutex::new(None),
         resilience,
         logs: LogSink::spawn(db.clone(), config.log_retention_rows),
         keys: KeyRegistry::default(),

@@ -28,5 +28,7 @@ pub struct AppState {
     pub engine: Engine,
     /// Write-behind storage of the engine's breakers and connection health.
     pub resilience_store: ResilienceStore,
+    /// The last `GET /api/monitoring/health` report and when it was built.
+    pub health_cache: parking_lot::Mutex<Option<(Instant, app::types::monitoring::HealthReport)>>,
     pub started_at: Instant,
 }

@@ -6,6 +6,7 @@ pub mod api_key;
 pub mod catalog;
 pub mod connection;
 pub mod logs;
+pub mod monitoring;
 pub mod settings;
 pub mod validation;
 

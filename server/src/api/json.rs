@@ -17,19 +17,39 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for StrictJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        let is_json = req
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|ct| ct.starts_with("application/json"));
-        if !is_json {
-            return Err(ApiError::Body(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "Content-Type must be application/json".into(),
-            ));
+        if !is_json(&req) {
+            return Err(unsupported_media_type());
         }
         let bytes = Bytes::from_request(req, state).await.map_err(|e| ApiError::Body(e.status(), e.body_text()))?;
         parse(&bytes).map(StrictJson)
+    }
+}
+
+fn is_json(req: &Request) -> bool {
+    req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|ct| ct.starts_with("application/json"))
+}
+
+fn unsupported_media_type() -> ApiError {
+    ApiError::Body(StatusCode::UNSUPPORTED_MEDIA_TYPE, "Content-Type must be application/json".into())
+}
+
+/// Like [`StrictJson`], but an empty body means `T::default()` (for
+/// bodies whose every field is optional, such as `{provider?}`).
+pub struct OptionalJson<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for OptionalJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let is_json = is_json(&req);
+        let bytes = Bytes::from_request(req, state).await.map_err(|e| ApiError::Body(e.status(), e.body_text()))?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(Self(T::default()));
+        }
+        if !is_json {
+            return Err(unsupported_media_type());
+        }
+        parse(&bytes).map(OptionalJson)
     }
 }
 

@@ -6,6 +6,7 @@ pub mod error;
 pub mod json;
 pub mod keys;
 pub mod logs;
+pub mod monitoring;
 pub mod providers;
 pub mod resilience;
 
@@ -29,6 +30,14 @@ pub fn router(state: &Arc<AppState>) -> Router<Arc<AppState>> {
         .route("/api/logs", get(logs::list))
         .route("/api/resilience", get(resilience::get).patch(resilience::patch))
         .route("/api/resilience/env", get(resilience::env))
+        .route("/api/resilience/reset", post(monitoring::reset))
+        .route(
+            "/api/resilience/model-cooldowns",
+            get(monitoring::model_cooldowns).delete(monitoring::clear_model_cooldowns),
+        )
+        .route("/api/resilience/cooldowns", get(monitoring::cooldowns).post(monitoring::clear_cooldowns))
+        .route("/api/resilience/connections", get(monitoring::connections))
+        .route("/api/monitoring/health", get(monitoring::health).delete(monitoring::reset_all))
         .layer(from_fn_with_state(state.clone(), require_admin));
     Router::new()
         .route("/api/auth/login", post(auth::login))

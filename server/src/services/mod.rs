@@ -5,6 +5,7 @@
 pub mod connections;
 pub mod keys;
 pub mod logs;
+pub mod monitoring;
 pub mod resilience;
 
 use app::types::FieldError;

@@ -1,0 +1,286 @@
+//! What the monitoring and cooldown APIs return (SPEC §R1–§R3): breaker
+//! states, connection cooldowns, model lockouts. Credentials never appear.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+use super::validation::{Errors, FieldError};
+
+/// `GET /api/monitoring/health`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HealthReport {
+    /// `healthy`, or `degraded` when the database does not answer.
+    pub status: String,
+    /// RFC 3339.
+    pub timestamp: String,
+    pub system: SystemInfo,
+    pub db: DbInfo,
+    pub circuit_breakers: BreakerCounts,
+    pub provider_breakers: Vec<BreakerInfo>,
+    /// Per provider with connections.
+    pub connection_health: BTreeMap<String, ProviderConnections>,
+    pub lockouts: Vec<ModelCooldown>,
+    /// Request queues (§R5) — none yet.
+    pub queues: BTreeMap<String, serde_json::Value>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SystemInfo {
+    pub uptime_s: u64,
+    pub rss_bytes: u64,
+    pub version: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DbInfo {
+    pub ok: bool,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BreakerCounts {
+    pub open: u32,
+    pub half_open: u32,
+    pub degraded: u32,
+    pub closed: u32,
+    pub total: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BreakerInfo {
+    pub provider: String,
+    /// `CLOSED` | `DEGRADED` | `OPEN` | `HALF_OPEN`.
+    pub state: String,
+    pub failure_count: u32,
+    /// RFC 3339, when there was one.
+    pub last_failure: Option<String>,
+    /// Until the next probe; 0 unless OPEN.
+    pub retry_after_ms: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderConnections {
+    pub cooling_down: u32,
+    pub total: u32,
+    pub soonest_retry_after_ms: Option<u64>,
+}
+
+/// One active model lockout.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelCooldown {
+    pub provider: String,
+    pub connection_id: String,
+    pub model: String,
+    pub reason: String,
+    pub remaining_ms: u64,
+    /// Epoch ms.
+    pub expires_at: i64,
+    pub failure_count: u32,
+}
+
+/// `GET /api/resilience/model-cooldowns`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelCooldownList {
+    pub items: Vec<ModelCooldown>,
+}
+
+/// `DELETE /api/resilience/model-cooldowns`: one model (on one connection,
+/// or on all when `connection` is absent), or `{all:true}`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClearModelCooldowns {
+    #[serde(default)]
+    pub provider: Option<String>,
+    #[serde(default)]
+    pub connection: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub all: Option<bool>,
+}
+
+impl ClearModelCooldowns {
+    pub fn validate(&self) -> Result<(), Vec<FieldError>> {
+        let mut e = Errors::default();
+        if self.all != Some(true) {
+            for (field, value) in [("provider", &self.provider), ("model", &self.model)] {
+                if value.as_deref().is_none_or(|v| v.trim().is_empty()) {
+                    e.push(field, "is required unless all is true");
+                }
+            }
+        }
+        e.into_result()
+    }
+}
+
+/// How a connection is excluded right now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExclusionStatus {
+    CoolingDown,
+    ModelLocked,
+    Terminal,
+}
+
+/// One excluded connection on the Cooldown Manager.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CooldownConnection {
+    pub id: String,
+    pub provider: String,
+    pub name: String,
+    pub status: ExclusionStatus,
+    pub terminal_status: Option<String>,
+    pub cooldown_remaining_ms: u64,
+    pub rate_limited_until: Option<i64>,
+    pub backoff_level: u32,
+    pub last_error_type: Option<String>,
+    pub last_error: Option<String>,
+    pub lockouts: Vec<LockoutBrief>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LockoutBrief {
+    pub model: String,
+    pub reason: String,
+    pub remaining_ms: u64,
+}
+
+/// `GET /api/resilience/cooldowns`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CooldownList {
+    pub connections: Vec<CooldownConnection>,
+    /// Epoch ms.
+    pub generated_at: i64,
+}
+
+/// Most connection ids one clear may name.
+pub const MAX_CLEAR_IDS: usize = 1000;
+
+/// `POST /api/resilience/cooldowns`: named connections, or all (of one
+/// provider).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClearCooldowns {
+    #[serde(default)]
+    pub connection_ids: Option<Vec<String>>,
+    #[serde(default)]
+    pub all: Option<bool>,
+    #[serde(default)]
+    pub provider: Option<String>,
+}
+
+impl ClearCooldowns {
+    pub fn validate(&self) -> Result<(), Vec<FieldError>> {
+        let mut e = Errors::default();
+        match (&self.connection_ids, self.all) {
+            (Some(ids), _) if ids.is_empty() => e.push("connectionIds", "must name at least one connection"),
+            (Some(ids), _) if ids.len() > MAX_CLEAR_IDS => {
+                e.push("connectionIds", format!("must name at most {MAX_CLEAR_IDS} connections"))
+            }
+            (Some(_), Some(true)) => e.push("all", "give either connectionIds or all, not both"),
+            (Some(_), _) | (None, Some(true)) => {}
+            (None, _) => e.push("connectionIds", "give connectionIds, or all: true"),
+        }
+        e.into_result()
+    }
+}
+
+/// What a clear did. Terminal states are never cleared here.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClearCooldownsResult {
+    pub ok: bool,
+    pub cleared: u32,
+    pub unchanged: u32,
+    pub skipped_terminal: u32,
+    pub lockouts_cleared: u32,
+}
+
+/// `POST /api/resilience/reset` body.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResetBreakers {
+    #[serde(default)]
+    pub provider: Option<String>,
+}
+
+/// What a breaker reset did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResetResult {
+    pub ok: bool,
+    pub reset_count: u32,
+    pub message: String,
+}
+
+/// One connection's resilience state (`GET /api/resilience/connections`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConnectionState {
+    pub id: String,
+    pub provider: String,
+    pub name: String,
+    pub auth_type: String,
+    pub priority: i32,
+    pub is_active: bool,
+    /// `healthy` | `cooling_down` | `circuit_open` | `terminal`.
+    pub connection_status: String,
+    pub terminal_status: Option<String>,
+    pub rate_limited_until: Option<i64>,
+    pub cooldown_remaining_ms: u64,
+    pub backoff_level: u32,
+    pub last_error_type: Option<String>,
+    pub error_code: Option<String>,
+    pub breaker: Option<BreakerInfo>,
+    pub lockouts: Vec<LockoutBrief>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConnectionStates {
+    pub connections: Vec<ConnectionState>,
+    pub breakers: Vec<BreakerInfo>,
+    pub meta: ConnectionStatesMeta,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConnectionStatesMeta {
+    pub total_connections: u32,
+    pub cooling_down_count: u32,
+    pub unhealthy_breaker_count: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clear_requests_need_a_target() {
+        assert!(ClearCooldowns { all: Some(true), ..Default::default() }.validate().is_ok());
+        assert!(ClearCooldowns { connection_ids: Some(vec!["a".into()]), ..Default::default() }.validate().is_ok());
+        let field = |c: ClearCooldowns| c.validate().unwrap_err()[0].field.clone();
+        assert_eq!(field(ClearCooldowns::default()), "connectionIds");
+        assert_eq!(field(ClearCooldowns { connection_ids: Some(vec![]), ..Default::default() }), "connectionIds");
+        assert_eq!(
+            field(ClearCooldowns { connection_ids: Some(vec!["x".into(); 1001]), ..Default::default() }),
+            "connectionIds"
+        );
+        assert_eq!(
+            field(ClearCooldowns { connection_ids: Some(vec!["a".into()]), all: Some(true), ..Default::default() }),
+            "all"
+        );
+        assert!(ClearModelCooldowns { all: Some(true), ..Default::default() }.validate().is_ok());
+        let missing =
+            ClearModelCooldowns { provider: Some("glm".into()), ..Default::default() }.validate().unwrap_err();
+        assert_eq!(missing[0].field, "model");
+    }
+}

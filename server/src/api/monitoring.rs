@@ -1,0 +1,78 @@
+//! Monitoring and resilience management routes (SPEC §R1–§R3):
+//! `GET|DELETE /api/monitoring/health`, `POST /api/resilience/reset`,
+//! `GET|DELETE /api/resilience/model-cooldowns`,
+//! `GET|POST /api/resilience/cooldowns`, `GET /api/resilience/connections`.
+
+use app::types::monitoring::{
+    ClearCooldowns, ClearCooldownsResult, ClearModelCooldowns, ConnectionStates, CooldownList, HealthReport,
+    ModelCooldownList, ResetBreakers, ResetResult,
+};
+use axum::{
+    Json,
+    extract::{Query, State},
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+use super::{
+    error::ApiError,
+    json::{OptionalJson, StrictJson},
+};
+use crate::{services::monitoring, state::AppState};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderQuery {
+    provider: Option<String>,
+}
+
+pub async fn health(State(state): State<Arc<AppState>>) -> Json<HealthReport> {
+    Json(monitoring::health(&state).await)
+}
+
+/// Resets every breaker and lockout.
+pub async fn reset_all(State(state): State<Arc<AppState>>) -> Json<ResetResult> {
+    Json(monitoring::reset(&state, None))
+}
+
+/// Body `{provider?}` (or none): one provider's breaker, or all.
+pub async fn reset(
+    State(state): State<Arc<AppState>>,
+    OptionalJson(body): OptionalJson<ResetBreakers>,
+) -> Json<ResetResult> {
+    Json(monitoring::reset(&state, body.provider.as_deref()))
+}
+
+pub async fn model_cooldowns(State(state): State<Arc<AppState>>) -> Json<ModelCooldownList> {
+    Json(monitoring::model_cooldowns(&state))
+}
+
+pub async fn clear_model_cooldowns(
+    State(state): State<Arc<AppState>>,
+    StrictJson(body): StrictJson<ClearModelCooldowns>,
+) -> Result<Json<Value>, ApiError> {
+    let removed = monitoring::clear_model_cooldowns(&state, &body)?;
+    Ok(Json(json!({"ok": true, "removed": removed})))
+}
+
+pub async fn cooldowns(
+    State(state): State<Arc<AppState>>,
+    Query(q): Query<ProviderQuery>,
+) -> Result<Json<CooldownList>, ApiError> {
+    Ok(Json(monitoring::cooldowns(&state, q.provider.as_deref()).await?))
+}
+
+pub async fn clear_cooldowns(
+    State(state): State<Arc<AppState>>,
+    StrictJson(body): StrictJson<ClearCooldowns>,
+) -> Result<Json<ClearCooldownsResult>, ApiError> {
+    Ok(Json(monitoring::clear_cooldowns(&state, &body).await?))
+}
+
+pub async fn connections(
+    State(state): State<Arc<AppState>>,
+    Query(q): Query<ProviderQuery>,
+) -> Result<Json<ConnectionStates>, ApiError> {
+    Ok(Json(monitoring::connection_states(&state, q.provider.as_deref()).await?))
+}
