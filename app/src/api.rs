@@ -9,6 +9,7 @@ use std::collections::HashMap;
 
 use crate::types::{
     ApiKeyList, CatalogEntry, ConnectionList, ConnectionTestResult, CreatedApiKey, FieldError, LogList,
+    monitoring::{ClearCooldownsResult, CooldownList, HealthReport, ModelCooldownList},
     settings::ResilienceView,
 };
 
@@ -226,4 +227,58 @@ pub async fn save_resilience(card: String, fields: HashMap<String, String>) -> R
         }
         Err(e) => Err(ssr::fail(spec.page, e)),
     }
+}
+
+#[server(prefix = "/sfn", endpoint = "health")]
+pub async fn get_health() -> Result<HealthReport, ServerFnError> {
+    Ok(ssr::backend()?.health().await)
+}
+
+/// Resets one provider's breaker (`provider` empty: all).
+#[server(prefix = "/sfn", endpoint = "reset_breakers")]
+pub async fn reset_breakers(provider: Option<String>) -> Result<u32, ServerFnError> {
+    Ok(ssr::backend()?.reset_breakers(given(provider).as_deref()).reset_count)
+}
+
+#[server(prefix = "/sfn", endpoint = "cooldowns")]
+pub async fn get_cooldowns() -> Result<CooldownList, ServerFnError> {
+    ssr::backend()?.cooldowns().await.map_err(|e| ssr::fail("/monitoring/cooldowns", e))
+}
+
+/// Clears the selected connections (`connection_ids[]`), or all of
+/// `provider` when `all` is set. Terminal connections are left alone.
+#[server(prefix = "/sfn", endpoint = "clear_cooldowns")]
+pub async fn clear_cooldowns(
+    connection_ids: Option<Vec<String>>,
+    all: Option<String>,
+    provider: Option<String>,
+) -> Result<ClearCooldownsResult, ServerFnError> {
+    let req = crate::types::monitoring::ClearCooldowns {
+        connection_ids: if all.is_some() { None } else { Some(connection_ids.unwrap_or_default()) },
+        all: all.map(|_| true),
+        provider: given(provider),
+    };
+    ssr::backend()?.clear_cooldowns(req).await.map_err(|e| ssr::fail("/monitoring/cooldowns", e))
+}
+
+#[server(prefix = "/sfn", endpoint = "model_cooldowns")]
+pub async fn get_model_cooldowns() -> Result<ModelCooldownList, ServerFnError> {
+    Ok(ssr::backend()?.model_cooldowns())
+}
+
+/// Re-enables one model on one connection, or every locked model (`all`).
+#[server(prefix = "/sfn", endpoint = "clear_model_cooldown")]
+pub async fn clear_model_cooldown(
+    provider: Option<String>,
+    connection: Option<String>,
+    model: Option<String>,
+    all: Option<String>,
+) -> Result<usize, ServerFnError> {
+    let req = crate::types::monitoring::ClearModelCooldowns {
+        provider: given(provider),
+        connection: given(connection),
+        model: given(model),
+        all: all.map(|_| true),
+    };
+    ssr::backend()?.clear_model_cooldowns(req).map_err(|e| ssr::fail("/settings/model-lockout", e))
 }

@@ -7,6 +7,10 @@ use std::sync::Arc;
 use crate::types::{
     ApiKeyList, CatalogEntry, ConnectionList, ConnectionTestResult, ConnectionView, CreateApiKey, CreateConnection,
     CreatedApiKey, FieldError, LogList, UpdateConnection,
+    monitoring::{
+        ClearCooldowns, ClearCooldownsResult, ClearModelCooldowns, CooldownList, HealthReport, ModelCooldownList,
+        ResetResult,
+    },
     settings::{ResilienceSettings, ResilienceView},
 };
 
@@ -59,6 +63,13 @@ pub trait Backend: Send + Sync + 'static {
     fn resilience(&self) -> ResilienceView;
     /// Applies a partial settings document, like `PATCH /api/resilience`.
     async fn patch_resilience(&self, patch: serde_json::Value) -> BackendResult<ResilienceSettings>;
+    async fn health(&self) -> HealthReport;
+    /// Resets one provider's breaker (or all) and its model lockouts.
+    fn reset_breakers(&self, provider: Option<&str>) -> ResetResult;
+    async fn cooldowns(&self) -> BackendResult<CooldownList>;
+    async fn clear_cooldowns(&self, req: ClearCooldowns) -> BackendResult<ClearCooldownsResult>;
+    fn model_cooldowns(&self) -> ModelCooldownList;
+    fn clear_model_cooldowns(&self, req: ClearModelCooldowns) -> BackendResult<usize>;
 }
 
 /// The backend as the server provides it to the app.

@@ -9,6 +9,16 @@ pub fn timestamp(ms: i64) -> String {
     format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
+/// A remaining time: `1h 02m`, `3m 05s`, `42s`; `0s` when none is left.
+pub fn duration(ms: u64) -> String {
+    let secs = ms.div_ceil(1000);
+    match (secs / 3600, secs % 3600 / 60, secs % 60) {
+        (0, 0, s) => format!("{s}s"),
+        (0, m, s) => format!("{m}m {s:02}s"),
+        (h, m, _) => format!("{h}h {m:02}m"),
+    }
+}
+
 /// Days since 1970-01-01 → (year, month, day), proleptic Gregorian.
 fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;

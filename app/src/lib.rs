@@ -55,7 +55,7 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/combos") view=pages::later::CombosPage ssr=SsrMode::Async />
                 <Route path=path!("/settings/resilience") view=pages::settings::ResiliencePage ssr=SsrMode::Async />
                 <Route path=path!("/settings/model-lockout") view=pages::settings::ModelLockoutPage ssr=SsrMode::Async />
-                <Route path=path!("/monitoring/cooldowns") view=pages::later::CooldownsPage ssr=SsrMode::Async />
+                <Route path=path!("/monitoring/cooldowns") view=pages::cooldowns::CooldownsPage ssr=SsrMode::Async />
             </Routes>
         </Router>
     }

@@ -73,3 +73,19 @@ test('a settings card saves as a plain form post, and a refused value comes back
   await expect(page.getByRole('alert')).toContainText('sessionAffinityTtlMs: must be between 0 and 86400000');
   await expect(page.locator('[data-card="session-affinity"] [data-value="sessionAffinityTtlMs"]')).toHaveText('7200000');
 });
+
+test('the resilience pages render and their actions post without JavaScript', async ({ page }) => {
+  await page.goto('/login');
+  await page.getByLabel('Admin password').fill(ADMIN_PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.goto('/monitoring/health');
+  await expect(page.getByTestId('health-summary')).toContainText('healthy');
+  await page.getByRole('button', { name: 'Reset all' }).click();
+  await expect(page).toHaveURL(/\/monitoring\/health/);
+  await expect(page.getByTestId('breakers')).toHaveText('Every provider circuit breaker is closed.');
+  await page.goto('/monitoring/cooldowns');
+  await expect(page.getByRole('heading', { level: 1 })).toHaveText('Cooldown Manager');
+  await expect(page.locator('[data-card="cooldown-rules"]')).toBeVisible();
+  await page.goto('/settings/model-lockout');
+  await expect(page.getByTestId('model-cooldowns')).toHaveText('No model is locked.');
+});

@@ -99,6 +99,51 @@ pub fn StatusBadge(status: ConnectionStatus) -> impl IntoView {
     }
 }
 
+/// A counter that goes up every `period` once the page is hydrated (it
+/// stays 0 during server rendering, so both sides render the same).
+pub fn use_ticker(period: std::time::Duration) -> RwSignal<u64> {
+    let tick = RwSignal::new(0u64);
+    Effect::new(move |_| {
+        let handle = set_interval_with_handle(move || tick.update(|t| *t += 1), period);
+        on_cleanup(move || {
+            if let Ok(h) = handle {
+                h.clear();
+            }
+        });
+    });
+    tick
+}
+
+/// Seconds ticked by a one-second [`use_ticker`]; pages refresh their
+/// data every [`REFRESH_TICKS`] of them.
+pub const REFRESH_TICKS: u64 = 5;
+
+/// A remaining time counting down with a one-second `tick`.
+#[component]
+pub fn Countdown(ms: u64, tick: RwSignal<u64>) -> impl IntoView {
+    let start = tick.get_untracked();
+    view! {
+        <span class="font-mono" data-countdown=ms>
+            {move || crate::format::duration(ms.saturating_sub(tick.get().saturating_sub(start) * 1000))}
+        </span>
+    }
+}
+
+/// The look of a small secondary button.
+pub const BUTTON: &str = "px-2 py-1 rounded-md border border-slate-300 bg-white hover:bg-slate-100 text-sm";
+
+/// A table header row with these column titles.
+#[component]
+pub fn TableHead(columns: &'static [&'static str]) -> impl IntoView {
+    view! {
+        <thead>
+            <tr class="text-left border-b border-slate-200">
+                {columns.iter().map(|c| view! { <th class="p-2">{*c}</th> }).collect_view()}
+            </tr>
+        </thead>
+    }
+}
+
 /// Fallback while a page's data loads.
 #[component]
 pub fn Loading() -> impl IntoView {

@@ -1,27 +1,27 @@
-//! `/monitoring/health`: per-provider connection health. Breaker states,
-//! countdowns and reset buttons join this page with the resilience engine.
+//! `/monitoring/health`: provider circuit breakers with live countdowns
+//! and reset buttons, connection health per provider, and the process.
+//! Refreshes every few seconds once hydrated; resets work without JS too.
 
 use leptos::prelude::*;
-use std::collections::BTreeMap;
 
 use crate::{
-    api::get_connections,
-    components::{Layout, Loading},
-    types::{ConnectionStatus, ConnectionView},
+    api::{ResetBreakers, get_health},
+    components::{BUTTON, Countdown, Layout, Loading, REFRESH_TICKS, TableHead, action_error, use_ticker},
+    types::monitoring::{BreakerInfo, HealthReport},
 };
 
 #[component]
 pub fn HealthPage() -> impl IntoView {
-    let connections = Resource::new(|| (), |_| get_connections());
+    let tick = use_ticker(std::time::Duration::from_secs(1));
+    let reset = ServerAction::<ResetBreakers>::new();
+    let report = Resource::new(move || (tick.get() / REFRESH_TICKS, reset.version().get()), |_| get_health());
     view! {
         <Layout title="Health">
-            <p class="mb-4 p-3 rounded-md bg-amber-50 text-amber-900">
-                "Circuit breaker states, countdowns and reset buttons are not available yet; they arrive with the resilience engine."
-            </p>
+            {action_error(reset)}
             <Transition fallback=Loading>
                 {move || Suspend::new(async move {
-                    match connections.await {
-                        Ok(list) => view! { <ProviderSummary rows=list.connections /> }.into_any(),
+                    match report.await {
+                        Ok(r) => view! { <Report r tick reset /> }.into_any(),
                         Err(e) => view! { <p role="alert">{e.to_string()}</p> }.into_any(),
                     }
                 })}
@@ -31,43 +31,109 @@ pub fn HealthPage() -> impl IntoView {
 }
 
 #[component]
-fn ProviderSummary(rows: Vec<ConnectionView>) -> impl IntoView {
-    let mut by_provider: BTreeMap<String, [usize; 4]> = BTreeMap::new();
-    for c in rows {
-        let slot = match c.status {
-            ConnectionStatus::Active => 0,
-            ConnectionStatus::CoolingDown => 1,
-            ConnectionStatus::Disabled => 2,
-            ConnectionStatus::Terminal => 3,
-        };
-        by_provider.entry(c.provider).or_default()[slot] += 1;
+fn Report(r: HealthReport, tick: RwSignal<u64>, reset: ServerAction<ResetBreakers>) -> impl IntoView {
+    let counts = &r.circuit_breakers;
+    let summary = format!(
+        "{} · up {} · {} MB · database {} · breakers: {} open, {} half-open, {} degraded, {} closed",
+        r.status,
+        crate::format::duration(r.system.uptime_s * 1000),
+        r.system.rss_bytes / 1_048_576,
+        if r.db.ok { "ok" } else { "unreachable" },
+        counts.open,
+        counts.half_open,
+        counts.degraded,
+        counts.closed,
+    );
+    let lockouts = r.lockouts.len();
+    view! {
+        <p class="mb-4 text-sm text-slate-700" data-testid="health-summary">{summary}</p>
+        <section class="mb-6 bg-white p-4 rounded-md shadow-sm">
+            <div class="flex items-center justify-between mb-2">
+                <h2 class="font-semibold">"Provider circuit breakers"</h2>
+                <ActionForm action=reset>
+                    <button type="submit" class=BUTTON>"Reset all"</button>
+                </ActionForm>
+            </div>
+            <BreakerTable rows=r.provider_breakers tick reset />
+        </section>
+        <section class="mb-6 bg-white p-4 rounded-md shadow-sm">
+            <h2 class="font-semibold mb-2">"Connections"</h2>
+            {if r.connection_health.is_empty() {
+                view! { <p class="text-slate-500">"No connections yet — add one on the Providers page."</p> }.into_any()
+            } else {
+                view! {
+                    <table class="w-full text-sm" data-testid="provider-health">
+                        <TableHead columns=&["Provider", "Cooling down", "Active", "Next back in"] />
+                        <tbody>
+                            {r
+                                .connection_health
+                                .into_iter()
+                                .map(|(provider, h)| {
+                                    let key = provider.clone();
+                                    view! {
+                                        <tr class="border-b border-slate-100" data-provider=key>
+                                            <td class="p-2">{provider}</td>
+                                            <td class="p-2">{h.cooling_down}</td>
+                                            <td class="p-2">{h.total}</td>
+                                            <td class="p-2">
+                                                {h.soonest_retry_after_ms.map(|ms| view! { <Countdown ms tick /> })}
+                                            </td>
+                                        </tr>
+                                    }
+                                })
+                                .collect_view()}
+                        </tbody>
+                    </table>
+                }
+                    .into_any()
+            }}
+            <p class="text-sm text-slate-600 mt-2">
+                <a href="/monitoring/cooldowns" class="text-indigo-700">"Cooldown Manager"</a>
+                {format!(" · {lockouts} model lockout(s) — see ")}
+                <a href="/settings/model-lockout" class="text-indigo-700">"Model Lockout"</a>
+            </p>
+        </section>
+        <p class="text-xs text-slate-500">{format!("Version {} · report from {}", r.system.version, r.timestamp)}</p>
     }
-    if by_provider.is_empty() {
-        return view! { <p class="text-slate-500">"No connections yet — add one on the Providers page."</p> }
+}
+
+#[component]
+fn BreakerTable(rows: Vec<BreakerInfo>, tick: RwSignal<u64>, reset: ServerAction<ResetBreakers>) -> impl IntoView {
+    if rows.is_empty() {
+        return view! { <p class="text-slate-500" data-testid="breakers">"Every provider circuit breaker is closed."</p> }
             .into_any();
     }
     view! {
-        <table class="w-full bg-white rounded-md shadow-sm text-sm" data-testid="provider-health">
-            <thead>
-                <tr class="text-left border-b border-slate-200">
-                    <th class="p-2">"Provider"</th>
-                    <th class="p-2">"Active"</th>
-                    <th class="p-2">"Cooling down"</th>
-                    <th class="p-2">"Disabled"</th>
-                    <th class="p-2">"Terminal"</th>
-                </tr>
-            </thead>
+        <table class="w-full text-sm" data-testid="breakers">
+            <TableHead columns=&["Provider", "State", "Failures", "Last failure", "Probe in", ""] />
             <tbody>
-                {by_provider
+                {rows
                     .into_iter()
-                    .map(|(provider, [a, c, d, t])| {
+                    .map(|b| {
+                        let class = match b.state.as_str() {
+                            "OPEN" => "bg-red-100 text-red-800",
+                            "HALF_OPEN" | "DEGRADED" => "bg-amber-100 text-amber-800",
+                            _ => "bg-green-100 text-green-800",
+                        };
+                        let last = b.last_failure.clone().unwrap_or_else(|| "—".into());
+                        let provider = b.provider.clone();
                         view! {
-                            <tr class="border-b border-slate-100">
-                                <td class="p-2">{provider}</td>
-                                <td class="p-2">{a}</td>
-                                <td class="p-2">{c}</td>
-                                <td class="p-2">{d}</td>
-                                <td class="p-2">{t}</td>
+                            <tr class="border-b border-slate-100" data-breaker=b.provider.clone()>
+                                <td class="p-2">{b.provider.clone()}</td>
+                                <td class="p-2">
+                                    <span class=format!("px-2 py-0.5 rounded-md text-xs font-medium {class}") data-state=b.state.clone()>
+                                        {b.state.clone()}
+                                    </span>
+                                </td>
+                                <td class="p-2">{b.failure_count}</td>
+                                <td class="p-2 text-xs">{last}</td>
+                                <td class="p-2">{(b.retry_after_ms > 0).then(|| view! { <Countdown ms=b.retry_after_ms tick /> })}</td>
+                                <td class="p-2">
+                                    <ActionForm action=reset>
+                                        <input type="hidden" name="provider" value=provider />
+                                        <button type="submit" class=BUTTON>"Reset"</button>
+                                    </ActionForm>
+                                </td>
                             </tr>
                         }
                     })

@@ -20,8 +20,3 @@ fn Planned(title: &'static str, what: &'static str) -> impl IntoView {
 pub fn CombosPage() -> impl IntoView {
     view! { <Planned title="Combos" what="combos (virtual models with routing strategies) and aliases arrive with the routing work." /> }
 }
-
-#[component]
-pub fn CooldownsPage() -> impl IntoView {
-    view! { <Planned title="Cooldown Manager" what="connection cooldowns and lockouts arrive with the resilience engine." /> }
-}

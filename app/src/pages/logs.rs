@@ -6,7 +6,7 @@ use leptos_router::{components::Form, hooks::use_query_map};
 
 use crate::{
     api::get_logs,
-    components::{Layout, Loading},
+    components::{Layout, Loading, use_ticker},
     format::timestamp,
     types::LogRow,
 };
@@ -17,16 +17,7 @@ const REFRESH_MS: u64 = 5000;
 #[component]
 pub fn LogsPage() -> impl IntoView {
     let query = use_query_map();
-    let tick = RwSignal::new(0u64);
-    Effect::new(move |_| {
-        let handle =
-            set_interval_with_handle(move || tick.update(|t| *t += 1), std::time::Duration::from_millis(REFRESH_MS));
-        on_cleanup(move || {
-            if let Ok(h) = handle {
-                h.clear();
-            }
-        });
-    });
+    let tick = use_ticker(std::time::Duration::from_millis(REFRESH_MS));
     let logs = Resource::new(
         move || (query.read().get("provider"), query.read().get("status"), tick.get()),
         |(provider, status, _)| get_logs(provider, status),

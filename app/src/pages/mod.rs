@@ -1,5 +1,6 @@
 //! One module per dashboard page.
 
+pub mod cooldowns;
 pub mod health;
 pub mod keys;
 pub mod later;

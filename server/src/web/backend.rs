@@ -5,6 +5,10 @@ use app::{
     types::{
         ApiKeyList, CatalogEntry, ConnectionList, ConnectionTestResult, ConnectionView, CreateApiKey, CreateConnection,
         CreatedApiKey, LogList, UpdateConnection,
+        monitoring::{
+            ClearCooldowns, ClearCooldownsResult, ClearModelCooldowns, CooldownList, HealthReport, ModelCooldownList,
+            ResetResult,
+        },
         settings::{ResilienceSettings, ResilienceView},
     },
 };
@@ -124,5 +128,29 @@ impl Backend for WebBackend {
 
     async fn patch_resilience(&self, patch: serde_json::Value) -> BackendResult<ResilienceSettings> {
         services::resilience::patch(&self.state, &patch).await.map_err(err)
+    }
+
+    async fn health(&self) -> HealthReport {
+        services::monitoring::health(&self.state).await
+    }
+
+    fn reset_breakers(&self, provider: Option<&str>) -> ResetResult {
+        services::monitoring::reset(&self.state, provider)
+    }
+
+    async fn cooldowns(&self) -> BackendResult<CooldownList> {
+        services::monitoring::cooldowns(&self.state, None).await.map_err(err)
+    }
+
+    async fn clear_cooldowns(&self, req: ClearCooldowns) -> BackendResult<ClearCooldownsResult> {
+        services::monitoring::clear_cooldowns(&self.state, &req).await.map_err(err)
+    }
+
+    fn model_cooldowns(&self) -> ModelCooldownList {
+        services::monitoring::model_cooldowns(&self.state)
+    }
+
+    fn clear_model_cooldowns(&self, req: ClearModelCooldowns) -> BackendResult<usize> {
+        services::monitoring::clear_model_cooldowns(&self.state, &req).map_err(err)
     }
 }

@@ -207,9 +207,25 @@ pub static MODEL_LOCKOUT_CARD: Card = Card {
     ],
 };
 
+/// The cooldown rules edited inline on the Cooldown Manager (the same
+/// settings as on Settings → Resilience, gathered where they matter).
+pub static COOLDOWN_RULES_CARD: Card = Card {
+    id: "cooldown-rules",
+    title: "Cooldown rules",
+    explain: "Scope: every connection. Trigger: a failure of that connection. Effect: it cools for the base cooldown, doubling per repeated failure up to the max backoff steps; a stalled stream only cools it when stall cooldown is on.",
+    page: "/monitoring/cooldowns",
+    fields: &[
+        f("streamStallCooldown.enabled", "Cool the connection after a stream stall", Bool),
+        f("connectionCooldown.oauth.baseCooldownMs", "OAuth · base cooldown (ms)", Int),
+        f("connectionCooldown.oauth.maxBackoffSteps", "OAuth · max backoff steps", Int),
+        f("connectionCooldown.apikey.baseCooldownMs", "API key · base cooldown (ms)", Int),
+        f("connectionCooldown.apikey.maxBackoffSteps", "API key · max backoff steps", Int),
+    ],
+};
+
 /// The card with this id.
 pub fn find(id: &str) -> Option<&'static Card> {
-    RESILIENCE_CARDS.iter().chain(std::iter::once(&MODEL_LOCKOUT_CARD)).find(|c| c.id == id)
+    RESILIENCE_CARDS.iter().chain([&MODEL_LOCKOUT_CARD, &COOLDOWN_RULES_CARD]).find(|c| c.id == id)
 }
 
 #[cfg(test)]
@@ -246,7 +262,10 @@ mod tests {
         settings.sort();
         inputs.sort();
         assert_eq!(settings, inputs);
-        let ids: Vec<&str> = all_cards().map(|c| c.id).collect();
+        for f in COOLDOWN_RULES_CARD.fields {
+            assert!(get_path(&doc, f.path).is_some(), "{} is not a setting", f.path);
+        }
+        let ids: Vec<&str> = all_cards().chain([&COOLDOWN_RULES_CARD]).map(|c| c.id).collect();
         assert!(ids.iter().all(|id| find(id).is_some_and(|c| c.id == *id)));
         assert!(find("nope").is_none());
     }

@@ -4,6 +4,7 @@
 mod card;
 pub mod cards;
 mod inputs;
+mod model_cooldowns;
 
 use leptos::prelude::*;
 
@@ -13,10 +14,21 @@ use crate::{
 };
 use card::SettingsCard;
 use cards::{Card, MODEL_LOCKOUT_CARD, RESILIENCE_CARDS};
+use model_cooldowns::ModelCooldownsCard;
+
+/// A settings page: its title and cards.
+#[component]
+fn SettingsPage(title: &'static str, cards: &'static [Card], #[prop(optional)] resettable: bool) -> impl IntoView {
+    view! {
+        <Layout title>
+            <SettingsCards cards resettable />
+        </Layout>
+    }
+}
 
 /// Loads the settings and renders `cards`; a successful save reloads them.
 #[component]
-fn SettingsPage(title: &'static str, cards: &'static [Card], #[prop(optional)] resettable: bool) -> impl IntoView {
+pub fn SettingsCards(cards: &'static [Card], #[prop(optional)] resettable: bool) -> impl IntoView {
     let save = ServerAction::<SaveResilience>::new();
     let saves = RwSignal::new(0_u32);
     Effect::new(move |_| {
@@ -26,9 +38,8 @@ fn SettingsPage(title: &'static str, cards: &'static [Card], #[prop(optional)] r
     });
     let data = Resource::new(move || saves.get(), |_| get_resilience());
     view! {
-        <Layout title>
-            {action_error(save)}
-            <Transition fallback=Loading>
+        {action_error(save)}
+        <Transition fallback=Loading>
                 {move || Suspend::new(async move {
                     match data.await {
                         Ok(view) => {
@@ -41,8 +52,7 @@ fn SettingsPage(title: &'static str, cards: &'static [Card], #[prop(optional)] r
                         Err(e) => view! { <p role="alert">{e.to_string()}</p> }.into_any(),
                     }
                 })}
-            </Transition>
-        </Layout>
+        </Transition>
     }
 }
 
@@ -53,5 +63,10 @@ pub fn ResiliencePage() -> impl IntoView {
 
 #[component]
 pub fn ModelLockoutPage() -> impl IntoView {
-    view! { <SettingsPage title="Settings → Model Lockout" cards=std::slice::from_ref(&MODEL_LOCKOUT_CARD) resettable=true /> }
+    view! {
+        <Layout title="Settings → Model Lockout">
+            <SettingsCards cards=std::slice::from_ref(&MODEL_LOCKOUT_CARD) resettable=true />
+            <ModelCooldownsCard />
+        </Layout>
+    }
 }
