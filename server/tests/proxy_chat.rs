@@ -173,9 +173,12 @@ async fn when_every_connection_fails_the_last_error_is_answered_with_retry_after
     assert_eq!(err["error"]["type"], "rate_limit_error");
     assert!(err["error"]["message"].as_str().unwrap().contains("All 2 connection(s) of provider openai failed"));
 
-    // Both connections now cool (a: 500 → 3 s ladder, b: the 42 s hint):
-    // the next request is answered at once, without an upstream call,
-    // with the earliest lapse as Retry-After.
+    // Both connections now cool (a: 500 → 3 s ladder, b: the 42 s hint).
+    // Without waiting for cooldowns, the next request is answered at once,
+    // without an upstream call, with the earliest lapse as Retry-After.
+    let no_wait = json!({"waitForCooldown": {"enabled": false}});
+    let resp = gw.api(reqwest::Method::PATCH, "/api/resilience").json(&no_wait).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
     let before = fake.count("/v1/chat");
     fake.clear_rules();
     let resp = gw.chat(chat_body("openai/gpt-4o-mini", false), None).await;

@@ -12,6 +12,7 @@ use common::{Gateway, chat_body, v1};
 use fake_upstream::{FakeUpstream, Rule};
 use reqwest::Method;
 use serde_json::{Value, json};
+use server::resilience::clock::Clock;
 
 /// Upstream calls made with this API key.
 fn calls_with(fake: &FakeUpstream, key: &str) -> usize {
@@ -128,7 +129,12 @@ async fn credits_exhaustion_is_terminal_and_answers_401_until_reset() {
 async fn a_locked_model_answers_model_cooldown_while_other_models_serve() {
     let (fake, gw, clock) = start().await;
     gw.add_connection("openai", "a", "sk-a", &v1(&fake), 0).await;
-    patch(&gw, json!({"modelLockout": {"enabled": true, "baseCooldownMs": 60_000}})).await;
+    // Not waiting for the lock here: the answer says when to come back.
+    patch(
+        &gw,
+        json!({"modelLockout": {"enabled": true, "baseCooldownMs": 60_000}, "waitForCooldown": {"enabled": false}}),
+    )
+    .await;
     fake.push_rule(Rule {
         model: Some("gpt-4o".into()),
         ..rule("sk-a", 404, json!({"error": {"message": "The model does not exist"}}))
@@ -223,5 +229,31 @@ async fn an_open_breaker_a_cooldown_and_a_terminal_state_survive_a_restart() {
     let view = gw.get_json(&format!("/api/providers/{d}")).await;
     assert_eq!(view["connection"]["terminalStatus"], "credits_exhausted");
     assert_eq!(view["connection"]["status"], "terminal");
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn when_every_connection_is_cooling_the_request_waits_for_the_first() {
+    let (fake, gw, clock) = start().await;
+    gw.add_connection("openai", "a", "sk-a", &v1(&fake), 0).await;
+    let limited = |secs: &str| Rule {
+        times: Some(1),
+        headers: [("retry-after".to_owned(), secs.to_owned())].into(),
+        ..rule("sk-a", 429, json!({"error": {"message": "slow down"}}))
+    };
+    fake.push_rule(limited("5"));
+    assert_eq!(gw.chat(chat_body("openai/gpt-4o-mini", false), None).await.status(), 429);
+    let before = clock.now_ms();
+    let resp = gw.chat(chat_body("openai/gpt-4o-mini", false), None).await;
+    assert_eq!(resp.status(), 200, "waited for the 5 s cooldown, then served");
+    assert_eq!(clock.now_ms() - before, 5_000);
+
+    // A cooldown longer than one allowed wait (90 s) is answered at once.
+    fake.push_rule(limited("120"));
+    assert_eq!(gw.chat(chat_body("openai/gpt-4o-mini", false), None).await.status(), 429);
+    let before = clock.now_ms();
+    let resp = gw.chat(chat_body("openai/gpt-4o-mini", false), None).await;
+    assert_eq!((resp.status().as_u16(), clock.now_ms() - before), (429, 0));
+    assert_eq!(resp.headers()["retry-after"], "120");
     gw.stop().await;
 }

@@ -20,6 +20,8 @@ use futures_util::StreamExt;
 use std::{sync::Arc, time::Instant};
 
 use super::{context::SELECTED_CONNECTION, errors::ProxyError, stream::PassThrough, usage};
+use app::types::settings::WaitForCooldownSettings;
+
 use crate::{
     auth::api_keys::KeyEntry,
     db::now_ms,
@@ -77,70 +79,117 @@ pub async fn run(state: &Arc<AppState>, snapshot: &Snapshot, call: Call<'_>) -> 
     let settings = state.resilience.current();
     let cfg = engine::breaker_config(&settings, provider.category);
     let mut probe = state.engine.admit(provider.id, &cfg).map_err(|ms| ProxyError::circuit_open(provider.id, ms))?;
-    let mut failures = Vec::new();
-    let mut excluded = Vec::new();
-    for conn in candidates {
-        if let Some(why) = state.engine.exclusion(provider.id, &conn.id, model) {
-            excluded.push(why);
-            continue;
-        }
-        let attempt = Attempt::start(state, &call, conn);
-        let failed = match state.executor.post(conn, call.upstream_path, call.body.clone(), call.stream).await {
-            Err(e) => attempt.transport_failure(&e),
-            Ok(resp) if resp.status().is_success() => match attempt.success(resp).await {
-                Ok(response) => {
-                    state.engine.on_success(provider.id, &conn.id, model, &cfg, probe.take());
-                    return Ok(response);
-                }
-                Err(f) => f,
-            },
-            Ok(resp) => {
-                let status = resp.status().as_u16();
-                let headers = resp.headers().clone();
-                let raw = read_limited(resp, MAX_ERROR_BODY).await.unwrap_or_default();
-                let body = redact(&String::from_utf8_lossy(&raw), conn);
-                let failure = AttemptFailure {
-                    provider: provider.id,
-                    connection_id: &conn.id,
-                    model,
-                    oauth: conn.oauth,
-                    disable_cooling: conn.disable_cooling,
-                    status: Some(status),
-                    headers: &headers,
-                    body: &body,
-                };
-                let outcome = state.engine.on_failure(&failure, &settings, &cfg, probe.as_mut());
-                if !outcome.verdict.should_fallback {
-                    return Ok(attempt.client_error(status, body));
-                }
-                let kind = outcome.verdict.reason.as_str();
-                failures.push(attempt.fail(
-                    outcome.status,
-                    kind,
-                    error_message(status, &body),
-                    outcome.retry_after_secs,
-                ));
+    let mut waits = CooldownWaits::default();
+    loop {
+        let mut failures = Vec::new();
+        let mut excluded = Vec::new();
+        for conn in &candidates {
+            if let Some(why) = state.engine.exclusion(provider.id, &conn.id, model) {
+                excluded.push(why);
                 continue;
             }
-        };
-        // Transport failures (before or during the body) count too.
-        let failure = AttemptFailure {
-            provider: provider.id,
-            connection_id: &conn.id,
-            model,
-            oauth: conn.oauth,
-            disable_cooling: conn.disable_cooling,
-            status: None,
-            headers: &http::HeaderMap::new(),
-            body: &failed.message,
-        };
-        state.engine.on_failure(&failure, &settings, &cfg, probe.as_mut());
-        failures.push(failed);
+            let attempt = Attempt::start(state, &call, conn);
+            let failed = match state.executor.post(conn, call.upstream_path, call.body.clone(), call.stream).await {
+                Err(e) => attempt.transport_failure(&e),
+                Ok(resp) if resp.status().is_success() => match attempt.success(resp).await {
+                    Ok(response) => {
+                        state.engine.on_success(provider.id, &conn.id, model, &cfg, probe.take());
+                        return Ok(response);
+                    }
+                    Err(f) => f,
+                },
+                Ok(resp) => {
+                    let status = resp.status().as_u16();
+                    let headers = resp.headers().clone();
+                    let raw = read_limited(resp, MAX_ERROR_BODY).await.unwrap_or_default();
+                    let body = redact(&String::from_utf8_lossy(&raw), conn);
+                    let failure = AttemptFailure {
+                        provider: provider.id,
+                        connection_id: &conn.id,
+                        model,
+                        oauth: conn.oauth,
+                        disable_cooling: conn.disable_cooling,
+                        status: Some(status),
+                        headers: &headers,
+                        body: &body,
+                    };
+                    let outcome = state.engine.on_failure(&failure, &settings, &cfg, probe.as_mut());
+                    if !outcome.verdict.should_fallback {
+                        return Ok(attempt.client_error(status, body));
+                    }
+                    let kind = outcome.verdict.reason.as_str();
+                    failures.push(attempt.fail(
+                        outcome.status,
+                        kind,
+                        error_message(status, &body),
+                        outcome.retry_after_secs,
+                    ));
+                    continue;
+                }
+            };
+            // Transport failures (before or during the body) count too.
+            let failure = AttemptFailure {
+                provider: provider.id,
+                connection_id: &conn.id,
+                model,
+                oauth: conn.oauth,
+                disable_cooling: conn.disable_cooling,
+                status: None,
+                headers: &http::HeaderMap::new(),
+                body: &failed.message,
+            };
+            state.engine.on_failure(&failure, &settings, &cfg, probe.as_mut());
+            failures.push(failed);
+        }
+        if !failures.is_empty() {
+            return Err(all_failed(provider.id, failures));
+        }
+        match waits.next(&settings.wait_for_cooldown, &excluded) {
+            Some(ms) => {
+                tracing::info!(
+                    request_id = call.request_id,
+                    provider = provider.id,
+                    wait_ms = ms,
+                    "every connection is cooling; waiting for the first"
+                );
+                state.engine.sleep(ms).await;
+            }
+            None => return Err(all_excluded(provider.id, model, &excluded)),
+        }
     }
-    if failures.is_empty() {
-        return Err(all_excluded(provider.id, model, &excluded));
+}
+
+/// Wait-for-cooldown (SPEC §R2): when no connection could even be tried
+/// because they are all cooling (or model-locked), wait for the earliest
+/// one and try again — within the attempt, per-wait and total budgets.
+#[derive(Default)]
+struct CooldownWaits {
+    done: u64,
+    waited_ms: u64,
+}
+
+impl CooldownWaits {
+    /// How long to wait before the next try, if at all.
+    fn next(&mut self, s: &WaitForCooldownSettings, excluded: &[Exclusion]) -> Option<u64> {
+        let earliest = excluded
+            .iter()
+            .filter_map(|e| match e {
+                Exclusion::Cooling { remaining_ms, .. } | Exclusion::ModelLocked { remaining_ms } => {
+                    Some(*remaining_ms)
+                }
+                Exclusion::Terminal(_) => None,
+            })
+            .min()?;
+        let fits = s.is_active()
+            && self.done < s.max_retries
+            && earliest <= s.max_retry_wait_sec * 1000
+            && self.waited_ms + earliest <= s.budget_ms;
+        fits.then(|| {
+            self.done += 1;
+            self.waited_ms += earliest;
+            earliest
+        })
     }
-    Err(all_failed(provider.id, failures))
 }
 
 /// Every connection failed: answer with the last failure.
@@ -401,6 +450,22 @@ mod tests {
         assert_eq!((e.status, e.code, e.retry_after), (StatusCode::TOO_MANY_REQUESTS, "rate_limited", Some(7)));
         assert!(e.message.starts_with("All 2 connection(s) of provider openai failed"));
         assert_eq!(all_failed("openai", vec![f(None, "a")]).status, StatusCode::BAD_GATEWAY);
+    }
+
+    #[test]
+    fn cooldown_waits_respect_every_limit() {
+        let s = WaitForCooldownSettings { enabled: true, max_retries: 2, max_retry_wait_sec: 10, budget_ms: 15_000 };
+        let cooling = |ms| vec![Exclusion::Cooling { remaining_ms: ms, error_code: Some(429), last_error: None }];
+        let mut w = CooldownWaits::default();
+        assert_eq!(w.next(&s, &cooling(8_000)), Some(8_000));
+        assert_eq!(w.next(&s, &cooling(8_000)), None, "over the total budget");
+        assert_eq!(w.next(&s, &cooling(7_000)), Some(7_000));
+        assert_eq!(w.next(&s, &cooling(1)), None, "no attempts left");
+        let mut w = CooldownWaits::default();
+        assert_eq!(w.next(&s, &cooling(10_001)), None, "longer than one wait");
+        assert_eq!(w.next(&s, &[Exclusion::Terminal(TerminalStatus::Banned)]), None, "nothing to wait for");
+        let off = WaitForCooldownSettings { enabled: false, ..s };
+        assert_eq!(CooldownWaits::default().next(&off, &cooling(1)), None);
     }
 
     #[test]
