@@ -29,7 +29,7 @@ use crate::{
         engine::Engine,
     },
     resilience_store::ResilienceStore,
-    routing::registry::ConnectionRegistry,
+    routing::{combos::ComboRegistry, registry::ConnectionRegistry},
     state::AppState,
     upstream::executor::Executor,
 };
@@ -67,6 +67,7 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
         logs: LogSink::spawn(db.clone(), config.log_retention_rows),
         keys: KeyRegistry::default(),
         connections: ConnectionRegistry::default(),
+        combos: ComboRegistry::default(),
         sessions: SessionStore::default(),
         started_at: Instant::now(),
         executor,
@@ -76,6 +77,7 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
     });
     state.keys.reload(&state.db).await?;
     state.connections.reload(&state.db, &state.secrets).await?;
+    state.combos.reload(&state.db).await?;
     Ok(state)
 }
 

@@ -9,7 +9,7 @@ use crate::{
     request_log::LogSink,
     resilience::{engine::Engine, settings::SettingsHandle},
     resilience_store::ResilienceStore,
-    routing::registry::ConnectionRegistry,
+    routing::{combos::ComboRegistry, registry::ConnectionRegistry},
     upstream::executor::Executor,
 };
 
@@ -20,6 +20,8 @@ pub struct AppState {
     pub sessions: SessionStore,
     pub keys: KeyRegistry,
     pub connections: ConnectionRegistry,
+    /// Combos by name (virtual models over several targets).
+    pub combos: ComboRegistry,
     pub executor: Executor,
     pub logs: LogSink,
     /// The live resilience settings (SPEC §S), swapped on PATCH.

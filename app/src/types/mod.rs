@@ -4,6 +4,7 @@
 
 pub mod api_key;
 pub mod catalog;
+pub mod combo;
 pub mod connection;
 pub mod logs;
 pub mod monitoring;

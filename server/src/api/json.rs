@@ -57,10 +57,11 @@ impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for OptionalJ
 pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let de = &mut serde_json::Deserializer::from_slice(bytes);
     serde_path_to_error::deserialize(de).map_err(|e| {
-        // The path already ends with an unknown field's name.
+        // The path already ends with an unknown field's name. List items
+        // are `a.0.b`, as in every other field error.
         let field = match e.path().to_string() {
             p if p == "." || p == "?" => "body".to_owned(),
-            p => p,
+            p => p.replace('[', ".").replace(']', ""),
         };
         ApiError::Invalid(vec![FieldError::new(field, e.inner().to_string())])
     })

@@ -2,6 +2,7 @@
 //! `services`; every route but login needs an admin (guard).
 
 pub mod auth;
+pub mod combos;
 pub mod error;
 pub mod json;
 pub mod keys;
@@ -25,6 +26,8 @@ pub fn router(state: &Arc<AppState>) -> Router<Arc<AppState>> {
         .route("/api/providers", get(providers::list).post(providers::create))
         .route("/api/providers/{id}", get(providers::get).put(providers::update).delete(providers::delete))
         .route("/api/providers/{id}/test", post(providers::test))
+        .route("/api/combos", get(combos::list).post(combos::create))
+        .route("/api/combos/{name}", get(combos::get).put(combos::replace).delete(combos::delete))
         .route("/api/keys", get(keys::list).post(keys::create))
         .route("/api/keys/{id}", delete(keys::revoke))
         .route("/api/logs", get(logs::list))

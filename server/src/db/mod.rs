@@ -2,6 +2,7 @@
 //! Queries live here only; services call repositories.
 
 pub mod api_keys;
+pub mod combos;
 pub mod connections;
 pub mod entities;
 pub mod logs;

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::{ops::Range, sync::Arc};
 
-use super::{context::RequestId, dispatch, errors::ProxyError};
+use super::{combo, context::RequestId, dispatch, errors::ProxyError};
 use crate::{
     auth::api_keys::KeyEntry,
     routing::resolve::{ResolveError, resolve},
@@ -101,6 +101,17 @@ pub async fn handle(
     let body = body.map_err(|e| ProxyError::new(e.status(), "invalid_request_error", "invalid_body", e.body_text()))?;
     let req = ChatRequest::parse(body)?;
     let snapshot = state.connections.snapshot();
+    let key = key.as_ref().map(|k| k.0.as_ref());
+    if let Some(combo) = state.combos.get(&req.model) {
+        let call = combo::ComboCall {
+            request_id: &request_id.0,
+            endpoint: "/v1/chat/completions",
+            upstream_path: "/chat/completions",
+            stream: req.stream,
+            key,
+        };
+        return combo::run(&state, &snapshot, &combo, call, |model| req.upstream_body(model)).await;
+    }
     let target = resolve(&req.model, &snapshot).map_err(|e| match e {
         ResolveError::Ambiguous(..) => ProxyError::bad_field("model", e.to_string()),
         ResolveError::Unknown(_) => ProxyError {
@@ -125,7 +136,7 @@ pub async fn handle(
         body: req.upstream_body(&target.model),
         target: &target,
         stream: req.stream,
-        key: key.as_ref().map(|k| k.0.as_ref()),
+        key,
     };
     dispatch::run(&state, &snapshot, call).await
 }

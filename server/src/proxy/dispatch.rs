@@ -20,22 +20,23 @@ use futures_util::StreamExt;
 use std::{sync::Arc, time::Instant};
 
 use super::{context::SELECTED_CONNECTION, errors::ProxyError, stream::PassThrough, usage};
-use app::types::settings::WaitForCooldownSettings;
+use app::types::settings::{ResilienceSettings, WaitForCooldownSettings};
 
 use crate::{
     auth::api_keys::KeyEntry,
     db::now_ms,
     request_log::AttemptRecord,
     resilience::{
+        breaker::BreakerConfig,
         connection_health::TerminalStatus,
-        engine::{self, AttemptFailure, Exclusion},
+        engine::{self, AttemptFailure, Exclusion, Probe},
     },
     routing::{
         registry::{LiveConnection, Snapshot},
         resolve::Target,
     },
     state::AppState,
-    upstream::executor::TransportError,
+    upstream::{catalog::Provider, executor::TransportError},
 };
 
 /// Largest upstream error body read (the rest is ignored).
@@ -63,11 +64,26 @@ struct Failure {
     message: String,
 }
 
+/// The active connections of `provider` this request may use (the key's
+/// allow-list, and a combo target's pinned connection), in routing order.
+pub fn candidates<'s>(
+    snapshot: &'s Snapshot,
+    provider: &Provider,
+    key: Option<&KeyEntry>,
+    pinned: Option<&str>,
+) -> Vec<&'s Arc<LiveConnection>> {
+    snapshot
+        .candidates(provider.id)
+        .iter()
+        .filter(|c| key.is_none_or(|k| k.may_use(&c.id)) && pinned.is_none_or(|p| p == c.id))
+        .collect()
+}
+
+/// A single-model request: the provider's connections in order, waiting
+/// for a cooldown when every one is cooling.
 pub async fn run(state: &Arc<AppState>, snapshot: &Snapshot, call: Call<'_>) -> Result<Response, ProxyError> {
     let provider = call.target.provider;
-    let model = call.target.model.as_str();
-    let candidates: Vec<&Arc<LiveConnection>> =
-        snapshot.candidates(provider.id).iter().filter(|c| call.key.is_none_or(|k| k.may_use(&c.id))).collect();
+    let candidates = candidates(snapshot, provider, call.key, None);
     if candidates.is_empty() {
         return Err(ProxyError::new(
             StatusCode::NOT_FOUND,
@@ -78,73 +94,18 @@ pub async fn run(state: &Arc<AppState>, snapshot: &Snapshot, call: Call<'_>) -> 
     }
     let settings = state.resilience.current();
     let cfg = engine::breaker_config(&settings, provider.category);
-    let mut probe = state.engine.admit(provider.id, &cfg).map_err(|ms| ProxyError::circuit_open(provider.id, ms))?;
+    let probe = state.engine.admit(provider.id, &cfg).map_err(|ms| ProxyError::circuit_open(provider.id, ms))?;
+    let mut target = TargetRun { candidates, cfg, probe };
     let mut waits = CooldownWaits::default();
     loop {
-        let mut failures = Vec::new();
-        let mut excluded = Vec::new();
-        for conn in &candidates {
-            if let Some(why) = state.engine.exclusion(provider.id, &conn.id, model) {
-                excluded.push(why);
-                continue;
-            }
-            let attempt = Attempt::start(state, &call, conn);
-            let failed = match state.executor.post(conn, call.upstream_path, call.body.clone(), call.stream).await {
-                Err(e) => attempt.transport_failure(&e),
-                Ok(resp) if resp.status().is_success() => match attempt.success(resp).await {
-                    Ok(response) => {
-                        state.engine.on_success(provider.id, &conn.id, model, &cfg, probe.take());
-                        return Ok(response);
-                    }
-                    Err(f) => f,
-                },
-                Ok(resp) => {
-                    let status = resp.status().as_u16();
-                    let headers = resp.headers().clone();
-                    let raw = read_limited(resp, MAX_ERROR_BODY).await.unwrap_or_default();
-                    let body = redact(&String::from_utf8_lossy(&raw), conn);
-                    let failure = AttemptFailure {
-                        provider: provider.id,
-                        connection_id: &conn.id,
-                        model,
-                        oauth: conn.oauth,
-                        disable_cooling: conn.disable_cooling,
-                        status: Some(status),
-                        headers: &headers,
-                        body: &body,
-                    };
-                    let outcome = state.engine.on_failure(&failure, &settings, &cfg, probe.as_mut());
-                    if !outcome.verdict.should_fallback {
-                        return Ok(attempt.client_error(status, body));
-                    }
-                    let kind = outcome.verdict.reason.as_str();
-                    failures.push(attempt.fail(
-                        outcome.status,
-                        kind,
-                        error_message(status, &body),
-                        outcome.retry_after_secs,
-                    ));
-                    continue;
-                }
-            };
-            // Transport failures (before or during the body) count too.
-            let failure = AttemptFailure {
-                provider: provider.id,
-                connection_id: &conn.id,
-                model,
-                oauth: conn.oauth,
-                disable_cooling: conn.disable_cooling,
-                status: None,
-                headers: &http::HeaderMap::new(),
-                body: &failed.message,
-            };
-            state.engine.on_failure(&failure, &settings, &cfg, probe.as_mut());
-            failures.push(failed);
+        let unserved = match try_connections(state, &call, &settings, &mut target).await {
+            Ok(response) => return Ok(response),
+            Err(u) => u,
+        };
+        if !unserved.failures.is_empty() {
+            return Err(all_failed(provider.id, unserved.failures));
         }
-        if !failures.is_empty() {
-            return Err(all_failed(provider.id, failures));
-        }
-        match waits.next(&settings.wait_for_cooldown, &excluded) {
+        match waits.next(&settings.wait_for_cooldown, &unserved.excluded) {
             Some(ms) => {
                 tracing::info!(
                     request_id = call.request_id,
@@ -154,9 +115,90 @@ pub async fn run(state: &Arc<AppState>, snapshot: &Snapshot, call: Call<'_>) -> 
                 );
                 state.engine.sleep(ms).await;
             }
-            None => return Err(all_excluded(provider.id, model, &excluded)),
+            None => return Err(all_excluded(provider.id, &call.target.model, &unserved.excluded)),
         }
     }
+}
+
+/// One target's connections and breaker admission.
+pub struct TargetRun<'a> {
+    pub candidates: Vec<&'a Arc<LiveConnection>>,
+    pub cfg: BreakerConfig,
+    pub probe: Option<Probe>,
+}
+
+/// Why no connection of a target served: the failed attempts, and the
+/// connections skipped without an attempt.
+pub struct Unserved {
+    failures: Vec<Failure>,
+    pub excluded: Vec<Exclusion>,
+}
+
+impl Unserved {
+    pub fn attempted(&self) -> bool {
+        !self.failures.is_empty()
+    }
+
+    /// The client error for a target whose attempts all failed.
+    pub fn into_error(self, provider: &str) -> ProxyError {
+        all_failed(provider, self.failures)
+    }
+}
+
+/// Tries each usable connection of the target once, in order, applying
+/// the engine's verdict after every failure.
+pub async fn try_connections(
+    state: &Arc<AppState>,
+    call: &Call<'_>,
+    settings: &ResilienceSettings,
+    t: &mut TargetRun<'_>,
+) -> Result<Response, Unserved> {
+    let provider = call.target.provider;
+    let model = call.target.model.as_str();
+    let mut failures = Vec::new();
+    let mut excluded = Vec::new();
+    for conn in &t.candidates {
+        if let Some(why) = state.engine.exclusion(provider.id, &conn.id, model) {
+            excluded.push(why);
+            continue;
+        }
+        let attempt = Attempt::start(state, call, conn);
+        let failed = match state.executor.post(conn, call.upstream_path, call.body.clone(), call.stream).await {
+            Err(e) => attempt.transport_failure(&e),
+            Ok(resp) if resp.status().is_success() => match attempt.success(resp).await {
+                Ok(response) => {
+                    state.engine.on_success(provider.id, &conn.id, model, &t.cfg, t.probe.take());
+                    return Ok(response);
+                }
+                Err(f) => f,
+            },
+            Ok(resp) => {
+                let status = resp.status().as_u16();
+                let headers = resp.headers().clone();
+                let raw = read_limited(resp, MAX_ERROR_BODY).await.unwrap_or_default();
+                let body = redact(&String::from_utf8_lossy(&raw), conn);
+                let failure = attempt_failure(conn, model, Some(status), &headers, &body);
+                let outcome = state.engine.on_failure(&failure, settings, &t.cfg, t.probe.as_mut());
+                if !outcome.verdict.should_fallback {
+                    return Ok(attempt.client_error(status, body));
+                }
+                let kind = outcome.verdict.reason.as_str();
+                failures.push(attempt.fail(
+                    outcome.status,
+                    kind,
+                    error_message(status, &body),
+                    outcome.retry_after_secs,
+                ));
+                continue;
+            }
+        };
+        // Transport failures (before or during the body) count too.
+        let no_headers = http::HeaderMap::new();
+        let failure = attempt_failure(conn, model, None, &no_headers, &failed.message);
+        state.engine.on_failure(&failure, settings, &t.cfg, t.probe.as_mut());
+        failures.push(failed);
+    }
+    Err(Unserved { failures, excluded })
 }
 
 /// Wait-for-cooldown (SPEC §R2): when no connection could even be tried
@@ -189,6 +231,26 @@ impl CooldownWaits {
             self.waited_ms += earliest;
             earliest
         })
+    }
+}
+
+/// A failed attempt as the engine takes it.
+fn attempt_failure<'a>(
+    conn: &'a LiveConnection,
+    model: &'a str,
+    status: Option<u16>,
+    headers: &'a http::HeaderMap,
+    body: &'a str,
+) -> AttemptFailure<'a> {
+    AttemptFailure {
+        provider: conn.provider.id,
+        connection_id: &conn.id,
+        model,
+        oauth: conn.oauth,
+        disable_cooling: conn.disable_cooling,
+        status,
+        headers,
+        body,
     }
 }
 

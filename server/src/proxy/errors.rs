@@ -31,7 +31,7 @@ pub struct ProxyError {
 #[derive(Debug, Clone, Default)]
 pub struct Extra {
     pub fields: serde_json::Map<String, serde_json::Value>,
-    pub headers: Vec<(&'static str, &'static str)>,
+    pub headers: Vec<(&'static str, String)>,
 }
 
 impl ProxyError {
@@ -54,6 +54,12 @@ impl ProxyError {
         self
     }
 
+    /// Adds a response header.
+    pub fn header(mut self, name: &'static str, value: impl ToString) -> Self {
+        self.extra.get_or_insert_default().headers.push((name, value.to_string()));
+        self
+    }
+
     /// A direct request to a provider whose breaker is open (SPEC §R1).
     pub fn circuit_open(provider: &str, retry_after_ms: u64) -> Self {
         let mut e = Self::new(
@@ -64,7 +70,7 @@ impl ProxyError {
         )
         .with("provider", provider);
         e.retry_after = Some(retry_after_ms.div_ceil(1000));
-        e.extra.get_or_insert_default().headers.push(("x-omniroute-provider-breaker", "open"));
+        e.extra.get_or_insert_default().headers.push(("x-omniroute-provider-breaker", "open".to_owned()));
         e
     }
 
@@ -116,7 +122,9 @@ impl IntoResponse for ProxyError {
             resp.headers_mut().insert(SELECTED_CONNECTION, v);
         }
         for (name, value) in extra.headers {
-            resp.headers_mut().insert(name, HeaderValue::from_static(value));
+            if let Ok(v) = HeaderValue::from_str(&value) {
+                resp.headers_mut().insert(name, v);
+            }
         }
         resp
     }

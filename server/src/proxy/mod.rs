@@ -2,6 +2,7 @@
 //! `dispatch` runs the attempt loop; `stream` passes SSE through unbuffered.
 
 pub mod chat;
+pub mod combo;
 pub mod context;
 pub mod dispatch;
 pub mod errors;

@@ -1,4 +1,4 @@
-//! `GET /v1/models`: every routable `provider/model` id.
+//! `GET /v1/models`: every routable `provider/model` id, then the combos.
 
 use axum::{Json, extract::State};
 use serde_json::{Value, json};
@@ -8,7 +8,7 @@ use crate::state::AppState;
 
 pub async fn list(State(state): State<Arc<AppState>>) -> Json<Value> {
     let snapshot = state.connections.snapshot();
-    let data: Vec<Value> = snapshot
+    let mut data: Vec<Value> = snapshot
         .active_providers()
         .flat_map(|p| {
             p.models
@@ -16,5 +16,8 @@ pub async fn list(State(state): State<Arc<AppState>>) -> Json<Value> {
                 .map(move |m| json!({"id": format!("{}/{m}", p.id), "object": "model", "created": 0, "owned_by": p.id}))
         })
         .collect();
+    data.extend(
+        state.combos.all().iter().map(|c| json!({"id": c.name, "object": "model", "created": 0, "owned_by": "combo"})),
+    );
     Json(json!({"object": "list", "data": data}))
 }

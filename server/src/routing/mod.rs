@@ -1,5 +1,6 @@
 //! Which connections may serve a request: the live connection registry
 //! (memory, reloaded on every change) and model addressing.
 
+pub mod combos;
 pub mod registry;
 pub mod resolve;

@@ -2,6 +2,7 @@
 
 pub mod api_key;
 pub mod circuit_breaker;
+pub mod combo;
 pub mod key_value;
 pub mod provider_connection;
 pub mod proxy_log;

@@ -1,0 +1,45 @@
+//! Combos as the API manages them: validated (known providers), stored,
+//! and the in-memory registry the proxy reads refreshed.
+
+use app::types::combo::{Combo, ComboList};
+
+use super::ServiceError;
+use crate::{db::combos as repo, state::AppState, upstream::catalog};
+
+pub fn list(state: &AppState) -> ComboList {
+    ComboList { combos: state.combos.all().iter().map(|c| c.as_ref().clone()).collect() }
+}
+
+pub fn get(state: &AppState, name: &str) -> Result<Combo, ServiceError> {
+    state.combos.get(name).map(|c| c.as_ref().clone()).ok_or(ServiceError::NotFound("combo"))
+}
+
+/// Creates or replaces `combo`.
+pub async fn put(state: &AppState, combo: Combo) -> Result<Combo, ServiceError> {
+    combo.validate().map_err(ServiceError::Invalid)?;
+    let mut errors = Vec::new();
+    for (i, t) in combo.targets.iter().enumerate() {
+        let provider = t.model.split_once('/').map_or("", |(p, _)| p);
+        if catalog::find(provider).is_none() {
+            errors.push(app::types::FieldError::new(
+                format!("targets.{i}.model"),
+                format!("unknown provider {provider:?}"),
+            ));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(ServiceError::Invalid(errors));
+    }
+    repo::put(&state.db, &combo).await?;
+    state.combos.reload(&state.db).await?;
+    tracing::info!(combo = %combo.name, targets = combo.targets.len(), "combo saved");
+    Ok(combo)
+}
+
+pub async fn delete(state: &AppState, name: &str) -> Result<(), ServiceError> {
+    if !repo::delete(&state.db, name).await? {
+        return Err(ServiceError::NotFound("combo"));
+    }
+    state.combos.reload(&state.db).await?;
+    Ok(())
+}
