@@ -14,7 +14,7 @@ use http::HeaderMap;
 use parking_lot::Mutex;
 use std::sync::{
     Arc,
-    atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering},
+    atomic::{AtomicBool, AtomicI64, Ordering},
 };
 
 use super::{
@@ -22,7 +22,7 @@ use super::{
     classify::{self, Verdict},
     clock::Clock,
     connection_health::{ConnectionHealth, Marked, TerminalStatus},
-    lockout::{LockFailure, Lockouts},
+    lockout::{ESCALATION_WINDOW_MS, LockFailure, Lockouts},
     restate, retry_hints, rules,
 };
 
@@ -97,8 +97,10 @@ pub struct Engine {
     providers: DashMap<String, Arc<ProviderSlot>>,
     connections: DashMap<String, Arc<ConnectionSlot>>,
     lockouts: Mutex<Lockouts>,
-    /// Locks recorded since the last full clear; 0 skips the lockout map.
-    lock_count: AtomicUsize,
+    /// Until when any recorded lockout can still matter (lock or
+    /// escalation window); after it the lockout map is not even looked at,
+    /// so healthy requests never take its mutex.
+    lock_horizon: AtomicI64,
     changes: Option<tokio::sync::mpsc::UnboundedSender<Change>>,
 }
 
@@ -136,7 +138,7 @@ impl Engine {
             providers: DashMap::new(),
             connections: DashMap::new(),
             lockouts: Mutex::default(),
-            lock_count: AtomicUsize::new(0),
+            lock_horizon: AtomicI64::new(i64::MIN),
             changes,
         }
     }
@@ -235,7 +237,7 @@ impl Engine {
                 self.emit(Change::Connection(connection_id.to_owned(), h.clone()));
             }
         }
-        if self.lock_count.load(Ordering::Acquire) > 0
+        if now < self.lock_horizon.load(Ordering::Acquire)
             && let Some(lock) = self.lockouts.lock().locked_for(provider, connection_id, model, now)
         {
             return Some(Exclusion::ModelLocked { remaining_ms: u64::try_from(lock.until - now).unwrap_or(0) });
@@ -301,8 +303,10 @@ impl Engine {
                 lockouts.record_failure(&lock, &settings.model_lockout)
             }
         };
-        if locked.is_some() {
-            self.lock_count.fetch_add(1, Ordering::AcqRel);
+        if let Some(cooldown_ms) = locked {
+            let matters_for = cooldown_ms.saturating_add(ESCALATION_WINDOW_MS).saturating_mul(2);
+            let horizon = now.saturating_add(i64::try_from(matters_for).unwrap_or(i64::MAX));
+            self.lock_horizon.fetch_max(horizon, Ordering::AcqRel);
         }
         if classify::trips_breaker(status, &verdict) && !self.duplicate_network_error(&slot, f.status, now) {
             let slot = self.provider(f.provider);
@@ -360,7 +364,7 @@ impl Engine {
             }
             slot.clean.store(*h == ConnectionHealth::default(), Ordering::Release);
         }
-        if self.lock_count.load(Ordering::Acquire) > 0 {
+        if now < self.lock_horizon.load(Ordering::Acquire) {
             self.lockouts.lock().decay(provider, connection_id, model);
         }
     }
@@ -449,7 +453,7 @@ impl Engine {
         let mut l = self.lockouts.lock();
         let n = l.clear(provider, connection_id, model);
         if l.is_empty() {
-            self.lock_count.store(0, Ordering::Release);
+            self.lock_horizon.store(i64::MIN, Ordering::Release);
         }
         n
     }

@@ -82,3 +82,18 @@ fn changes_are_sent_to_the_writer_and_quiet_paths_send_nothing() {
     assert_eq!(e.reset_breakers(None), 1);
     assert!(e.breakers(&s).is_empty());
 }
+
+#[test]
+fn healthy_requests_stop_looking_at_lockouts_once_they_no_longer_matter() {
+    let (e, clock, _rx) = engine();
+    let h = HeaderMap::new();
+    let mut s = ResilienceSettings::default();
+    s.model_lockout.enabled = true;
+    assert!(T >= e.lock_horizon.load(Ordering::Acquire), "no lockout yet: fast path");
+    e.on_failure(&failure(Some(404), &h), &s, &cfg(5), None);
+    assert!(matches!(e.exclusion("openai", "c1", "gpt-4o"), Some(Exclusion::ModelLocked { remaining_ms: 120_000 })));
+    clock.advance(120_000);
+    assert_eq!(e.exclusion("openai", "c1", "gpt-4o"), None, "the lock expired");
+    clock.advance(2 * (120_000 + ESCALATION_WINDOW_MS as i64));
+    assert!(e.now() >= e.lock_horizon.load(Ordering::Acquire), "past every window: the mutex is skipped again");
+}
