@@ -81,8 +81,9 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
     Ok(state)
 }
 
-/// Loads breakers and connection health as the last run left them: an
-/// open breaker stays open, a cooling connection keeps cooling.
+/// Loads breakers and connection health as the last run left them (an
+/// open breaker stays open, a cooling connection keeps cooling) and the
+/// egress IPs seen in the last 24 h.
 async fn restore_engine(
     engine: &Engine,
     db: &sea_orm::DatabaseConnection,
@@ -97,6 +98,12 @@ async fn restore_engine(
     }
     for row in db::connections::list(db, None).await? {
         engine.restore_connection(&row.id, db::resilience::health_from_row(&row));
+    }
+    let since = engine.now() - resilience::egress::EGRESS_WINDOW_MS;
+    for (connection_id, ip, at) in db::logs::recent_egress(db, since).await? {
+        if let Ok(ip) = ip.parse() {
+            engine.restore_egress(&connection_id, ip, at);
+        }
     }
     Ok(())
 }

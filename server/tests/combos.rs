@@ -10,9 +10,14 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 async fn start() -> (FakeUpstream, Gateway) {
-    let fake = FakeUpstream::start().await.unwrap();
-    let (gw, _clock) = Gateway::start_with_clock(tempfile::tempdir().unwrap()).await;
+    let (fake, gw, _clock) = start_with_clock().await;
     (fake, gw)
+}
+
+async fn start_with_clock() -> (FakeUpstream, Gateway, std::sync::Arc<server::resilience::clock::ManualClock>) {
+    let fake = FakeUpstream::start().await.unwrap();
+    let (gw, clock) = Gateway::start_with_clock(tempfile::tempdir().unwrap()).await;
+    (fake, gw, clock)
 }
 
 async fn create(gw: &Gateway, combo: Value) -> (u16, Value) {
@@ -161,5 +166,36 @@ async fn an_open_breaker_is_skipped_and_without_timers_the_answer_is_404() {
     let body: Value = resp.json().await.unwrap();
     assert_eq!(body["error"]["code"], "no_executable_targets");
     assert_eq!(body["error"]["recovery_hint"]["action"], "switch-combo");
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn the_provider_cooldown_window_gate_skips_a_provider_that_keeps_failing() {
+    let (fake, gw, clock) = start_with_clock().await;
+    gw.add_connection("openai", "o", "sk-o", &v1(&fake), 0).await;
+    let d = gw.add_connection("deepseek", "d", "sk-d", &v1(&fake), 0).await;
+    gw.without_cooldowns().await;
+    let gate = json!({"providerCooldown": {"enabled": true, "apikey": {
+        "providerFailureThreshold": 2, "providerFailureWindowMs": 60_000, "providerCooldownMs": 30_000}}});
+    assert_eq!(gw.api(Method::PATCH, "/api/resilience").json(&gate).send().await.unwrap().status(), 200);
+    create(&gw, coding()).await;
+    fake.push_rule(Rule { api_key: Some("sk-o".into()), status: Some(503), ..Default::default() });
+    let openai_calls = || fake.requests().iter().filter(|r| r.body.contains("gpt-4o-mini")).count();
+    for _ in 0..3 {
+        let resp = gw.chat(chat_body("coding", false), None).await;
+        assert_eq!(resp.headers()["x-omniroute-selected-connection-id"], d.as_str());
+    }
+    assert_eq!(openai_calls(), 2, "after 2 failures in the window, openai is skipped without a call");
+
+    gw.api(Method::DELETE, &format!("/api/providers/{d}")).send().await.unwrap();
+    let resp = gw.chat(chat_body("coding", false), None).await;
+    assert_eq!(resp.status(), 503);
+    assert_eq!(resp.headers()["retry-after"], "30");
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["error"]["diagnostics"]["excluded"][0]["reason"], "provider_cooldown");
+
+    clock.advance(30_000);
+    gw.chat(chat_body("coding", false), None).await;
+    assert_eq!(openai_calls(), 3, "tried again once its cooldown ran out");
     gw.stop().await;
 }

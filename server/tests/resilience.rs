@@ -257,3 +257,75 @@ async fn when_every_connection_is_cooling_the_request_waits_for_the_first() {
     assert_eq!(resp.headers()["retry-after"], "120");
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn a_quota_429_cools_the_siblings_that_share_its_egress_ip_even_after_a_restart() {
+    let fake = FakeUpstream::start().await.unwrap();
+    let gw = Gateway::start().await;
+    // Everything leaves through 127.0.0.1 here: one egress bucket.
+    let go2 = gw.add_connection("opencode-go", "go-2", "sk-go2", &v1(&fake), 1).await;
+    let cli = gw.add_connection("opencode-cli", "cli", "sk-cli", &v1(&fake), 0).await;
+    let openai = gw.add_connection("openai", "plain", "sk-openai", &v1(&fake), 0).await;
+    for model in ["opencode-go/m", "opencode-cli/m", "openai/gpt-4o-mini"] {
+        assert_eq!(gw.chat(chat_body(model, false), None).await.status(), 200);
+    }
+    let logs = gw.logs().await;
+    assert!(logs.iter().all(|r| r["egressIp"] == "127.0.0.1"), "every attempt logs its egress IP: {logs:?}");
+
+    // The process restarts: the egress IPs come back from proxy_logs.
+    let go1 = gw.add_connection("opencode-go", "go-1", "sk-go1", &v1(&fake), 0).await;
+    let gw = Gateway::start_in(gw.stop().await).await;
+    fake.push_rule(rule("sk-go1", 429, json!({"error": {"message": "You have reached your daily quota"}})));
+    let resp = gw.chat(chat_body("opencode-go/m", false), None).await;
+    assert_eq!(resp.status(), 429);
+    assert_eq!(calls_with(&fake, "sk-go2"), 1, "go-2 shares the exhausted bucket: not tried after go-1's 429");
+
+    let now = gw.state.engine.now();
+    let until = |id: &str| gw.state.engine.health(id).rate_limited_until;
+    assert!(until(&go1).is_some_and(|u| u > now));
+    assert_eq!(until(&go2), until(&go1), "the sibling cools as long as the failing connection");
+    assert_eq!(until(&cli), until(&go1), "across allow-listed providers");
+    assert_eq!(until(&openai), None, "a provider outside the list is left alone");
+    let sibling = gw.state.engine.health(&go2);
+    assert_eq!((sibling.backoff_level, sibling.terminal), (0, None), "never escalated, never terminal");
+    assert_eq!(gw.chat(chat_body("opencode-cli/m", false), None).await.status(), 429);
+    assert_eq!(calls_with(&fake, "sk-cli"), 1, "the cooled sibling is skipped");
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn a_client_that_leaves_during_a_cooldown_wait_is_logged_as_499() {
+    let fake = FakeUpstream::start().await.unwrap();
+    let gw = Gateway::start().await;
+    gw.add_connection("openai", "a", "sk-a", &v1(&fake), 0).await;
+    fake.push_rule(Rule {
+        times: Some(1),
+        headers: [("retry-after".to_owned(), "30".to_owned())].into(),
+        ..rule("sk-a", 429, json!({"error": {"message": "slow down"}}))
+    });
+    assert_eq!(gw.chat(chat_body("openai/gpt-4o-mini", false), None).await.status(), 429);
+
+    // The next request waits up to 30 s for the cooldown; the client gives up first.
+    let impatient = reqwest::Client::builder().timeout(std::time::Duration::from_millis(300)).build().unwrap();
+    let gone = impatient
+        .post(format!("{}/v1/chat/completions", gw.url))
+        .json(&chat_body("openai/gpt-4o-mini", false))
+        .send()
+        .await;
+    assert!(gone.is_err_and(|e| e.is_timeout()));
+
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let row = loop {
+        let logs = gw.logs().await;
+        if let Some(row) = logs.into_iter().find(|r| r["status"] == 499) {
+            break row;
+        }
+        assert!(std::time::Instant::now() < deadline, "no 499 row was written");
+        tokio::task::yield_now().await;
+    };
+    assert_eq!(row["errorKind"], "client_disconnected");
+    assert_eq!(row["provider"], "openai");
+    assert_eq!(row["connectionId"], Value::Null, "no connection was tried");
+    assert_eq!(fake.count("/v1/chat"), 1, "the cooling connection was never called again");
+    gw.stop().await;
+}

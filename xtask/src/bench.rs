@@ -8,7 +8,9 @@
 //!    gateway 4 s), each after a 1 s warm-up; ratio = median round ratio;
 //! 2. light load: 20 req/s for 5 s per target, requests alternating between
 //!    direct and gateway → latency p50/p99, added = gateway − direct;
-//! 3. streams: 50 stream requests per target, alternating → time to first chunk.
+//! 3. streams: 50 stream requests per target, alternating → time to first chunk;
+//! 4. the resilience gates alone (`server/benches/gates.rs`): ns per
+//!    request with state for 100 providers × 10 connections.
 //!
 //! Also the gateway's CPU time per request (from /proc, during phase 1)
 //! and its RSS idle and under load. Writes `target/bench/latest.json`.
@@ -60,8 +62,11 @@ pub fn run() -> anyhow::Result<()> {
         model: "openai/fake-model",
         key: Some(key),
     };
-    let report = measure(&direct, &through, gateway.pid())?;
+    let mut report = measure(&direct, &through, gateway.pid())?;
     drop((gateway, fake));
+    step("resilience gates micro-benchmark (100 providers × 10 connections)");
+    let gates = util::output(cargo().args(["bench", "-q", "-p", "server", "--bench", "gates"]))?;
+    report["gates"] = serde_json::from_str(gates.trim())?;
     let _ = std::fs::remove_dir_all(&data_dir);
     std::fs::write(out_dir.join("latest.json"), serde_json::to_string_pretty(&report)?)?;
     print_report(&report);
@@ -251,6 +256,10 @@ fn print_report(r: &Value) {
         f("/streamFirstChunkMs/direct/p50")
     );
     println!("gateway CPU          {:.1} µs/request", f("/gateway/cpuMicrosPerRequest"));
+    println!(
+        "resilience gates     {:.0} ns/request (100 providers × 10 connections; target ≤ 5000)",
+        f("/gates/nsPerRequest")
+    );
     println!(
         "gateway RSS          idle {:.1} MB   under load {:.1} MB",
         f("/gateway/rssIdleBytes") / 1e6,

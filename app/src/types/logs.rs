@@ -23,6 +23,8 @@ pub struct LogRow {
     pub cached_tokens: Option<i64>,
     pub error_kind: Option<String>,
     pub error_message: Option<String>,
+    /// The local address the attempt left from (SPEC §R7's egress IP).
+    pub egress_ip: Option<String>,
 }
 
 /// `GET /api/logs` answer.

@@ -52,6 +52,26 @@ pub async fn list(db: &DatabaseConnection, f: &LogFilter) -> Result<Vec<LogRecor
     q.order_by_desc(proxy_log::Column::Id).limit(f.limit).all(db).await
 }
 
+/// The newest egress IP each connection was seen leaving from since
+/// `since` (epoch ms): `(connection_id, ip, created_at)` — read at start
+/// for the egress-bucketed lock (SPEC §R7).
+pub async fn recent_egress(db: &DatabaseConnection, since: i64) -> Result<Vec<(String, String, i64)>, DbErr> {
+    use sea_orm::sea_query::{Expr, Func};
+    proxy_log::Entity::find()
+        .select_only()
+        .column(proxy_log::Column::ConnectionId)
+        .column(proxy_log::Column::EgressIp)
+        .column_as(Expr::expr(Func::max(Expr::col(proxy_log::Column::CreatedAt))), "at")
+        .filter(proxy_log::Column::CreatedAt.gte(since))
+        .filter(proxy_log::Column::ConnectionId.is_not_null())
+        .filter(proxy_log::Column::EgressIp.is_not_null())
+        .group_by(proxy_log::Column::ConnectionId)
+        .group_by(proxy_log::Column::EgressIp)
+        .into_tuple()
+        .all(db)
+        .await
+}
+
 /// Deletes all but the newest `keep` rows; returns how many went.
 pub async fn prune(db: &DatabaseConnection, keep: u64) -> Result<u64, DbErr> {
     let total = proxy_log::Entity::find().count(db).await?;

@@ -1,6 +1,7 @@
 //! Combo dispatch (SPEC §R8): the combo's targets in strategy order
-//! (`priority`: as listed). A target is skipped before any attempt when its
-//! provider's breaker is OPEN, or when every connection is cooling,
+//! (`priority`: as listed). A target is skipped before any attempt when the
+//! optional window gate (§R1.1) holds it back, when its provider's breaker
+//! is OPEN, or when every connection is cooling,
 //! model-locked or terminal; otherwise its connections are tried like a
 //! single-model request, and a failure moves on to the next target. When
 //! nothing could even be tried the answer explains every exclusion:
@@ -70,6 +71,12 @@ pub async fn run(
             skipped.push(skip(provider.id, model, "unavailable", None));
             continue;
         }
+        let pinned = spec.connection_id.as_deref();
+        let held = state.engine.target_cooldown_ms(provider.id, provider.category, pinned, &settings.provider_cooldown);
+        if held > 0 {
+            skipped.push(skip(provider.id, model, "provider_cooldown", Some(held)));
+            continue;
+        }
         let cfg = engine::breaker_config(&settings, provider.category);
         let probe = match state.engine.admit(provider.id, &cfg) {
             Ok(p) => p,
@@ -89,8 +96,14 @@ pub async fn run(
         };
         let mut run = TargetRun { candidates, cfg, probe };
         match dispatch::try_connections(state, &one, &settings, &mut run).await {
-            Ok(response) => return Ok(response),
-            Err(u) if u.attempted() => last_failure = Some(u.into_error(provider.id)),
+            Ok(response) => {
+                state.engine.record_target_success(provider.id, pinned);
+                return Ok(response);
+            }
+            Err(u) if u.attempted() => {
+                state.engine.record_target_failure(provider.id, provider.category, pinned, &settings.provider_cooldown);
+                last_failure = Some(u.into_error(provider.id));
+            }
             Err(u) => {
                 let (reason, retry_after_ms) = exclusion_reason(&u.excluded);
                 skipped.push(skip(provider.id, model, reason, retry_after_ms));

@@ -19,8 +19,14 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use std::{sync::Arc, time::Instant};
 
-use super::{context::SELECTED_CONNECTION, errors::ProxyError, stream::PassThrough, usage};
-use app::types::settings::{ResilienceSettings, WaitForCooldownSettings};
+use super::{
+    context::SELECTED_CONNECTION,
+    cooldown_wait::{AbandonedWait, CooldownWaits},
+    errors::ProxyError,
+    stream::PassThrough,
+    usage,
+};
+use app::types::settings::ResilienceSettings;
 
 use crate::{
     auth::api_keys::KeyEntry,
@@ -28,6 +34,7 @@ use crate::{
     request_log::AttemptRecord,
     resilience::{
         breaker::BreakerConfig,
+        classify::Verdict,
         connection_health::TerminalStatus,
         engine::{self, AttemptFailure, Exclusion, Probe},
     },
@@ -36,7 +43,10 @@ use crate::{
         resolve::Target,
     },
     state::AppState,
-    upstream::{catalog::Provider, executor::TransportError},
+    upstream::{
+        catalog::Provider,
+        executor::{self, TransportError},
+    },
 };
 
 /// Largest upstream error body read (the rest is ignored).
@@ -113,7 +123,9 @@ pub async fn run(state: &Arc<AppState>, snapshot: &Snapshot, call: Call<'_>) -> 
                     wait_ms = ms,
                     "every connection is cooling; waiting for the first"
                 );
+                let wait = AbandonedWait::arm(state, wait_record(&call), ms);
                 state.engine.sleep(ms).await;
+                wait.disarm();
             }
             None => return Err(all_excluded(provider.id, &call.target.model, &unserved.excluded)),
         }
@@ -162,8 +174,16 @@ pub async fn try_connections(
             excluded.push(why);
             continue;
         }
-        let attempt = Attempt::start(state, call, conn);
-        let failed = match state.executor.post(conn, call.upstream_path, call.body.clone(), call.stream).await {
+        let mut attempt = Attempt::start(state, call, conn);
+        let sent = state.executor.post(conn, call.upstream_path, call.body.clone(), call.stream).await;
+        let egress = sent.as_ref().ok().and_then(executor::egress_ip);
+        if let Some(ip) = egress {
+            attempt.record.egress_ip = Some(ip.to_string());
+            if settings.egress_ip_lock_providers.iter().any(|p| p == provider.id) {
+                state.engine.record_egress(&conn.id, ip);
+            }
+        }
+        let failed = match sent {
             Err(e) => attempt.transport_failure(&e),
             Ok(resp) if resp.status().is_success() => match attempt.success(resp).await {
                 Ok(response) => {
@@ -177,8 +197,11 @@ pub async fn try_connections(
                 let headers = resp.headers().clone();
                 let raw = read_limited(resp, MAX_ERROR_BODY).await.unwrap_or_default();
                 let body = redact(&String::from_utf8_lossy(&raw), conn);
-                let failure = attempt_failure(conn, model, Some(status), &headers, &body);
+                let failure = attempt_failure(conn, model, Some(status), &headers, &body, egress);
                 let outcome = state.engine.on_failure(&failure, settings, &t.cfg, t.probe.as_mut());
+                if let Some(ip) = state.engine.egress_lock_ip(&failure, &outcome, settings) {
+                    lock_egress_siblings(state, settings, conn, ip, &outcome.verdict);
+                }
                 if !outcome.verdict.should_fallback {
                     return Ok(attempt.client_error(status, body));
                 }
@@ -194,43 +217,33 @@ pub async fn try_connections(
         };
         // Transport failures (before or during the body) count too.
         let no_headers = http::HeaderMap::new();
-        let failure = attempt_failure(conn, model, None, &no_headers, &failed.message);
+        let failure = attempt_failure(conn, model, None, &no_headers, &failed.message, egress);
         state.engine.on_failure(&failure, settings, &t.cfg, t.probe.as_mut());
         failures.push(failed);
     }
     Err(Unserved { failures, excluded })
 }
 
-/// Wait-for-cooldown (SPEC §R2): when no connection could even be tried
-/// because they are all cooling (or model-locked), wait for the earliest
-/// one and try again — within the attempt, per-wait and total budgets.
-#[derive(Default)]
-struct CooldownWaits {
-    done: u64,
-    waited_ms: u64,
-}
-
-impl CooldownWaits {
-    /// How long to wait before the next try, if at all.
-    fn next(&mut self, s: &WaitForCooldownSettings, excluded: &[Exclusion]) -> Option<u64> {
-        let earliest = excluded
-            .iter()
-            .filter_map(|e| match e {
-                Exclusion::Cooling { remaining_ms, .. } | Exclusion::ModelLocked { remaining_ms } => {
-                    Some(*remaining_ms)
-                }
-                Exclusion::Terminal(_) => None,
-            })
-            .min()?;
-        let fits = s.is_active()
-            && self.done < s.max_retries
-            && earliest <= s.max_retry_wait_sec * 1000
-            && self.waited_ms + earliest <= s.budget_ms;
-        fits.then(|| {
-            self.done += 1;
-            self.waited_ms += earliest;
-            earliest
-        })
+/// The egress-bucketed lock (SPEC §R7): a quota or rate-limit 429 on
+/// `failing` also cools the allow-listed connections that left through the
+/// same IP, except those that opt out of cooling.
+fn lock_egress_siblings(
+    state: &AppState,
+    settings: &ResilienceSettings,
+    failing: &LiveConnection,
+    ip: std::net::IpAddr,
+    verdict: &Verdict,
+) {
+    let snapshot = state.connections.snapshot();
+    let pool = settings
+        .egress_ip_lock_providers
+        .iter()
+        .flat_map(|p| snapshot.candidates(p))
+        .filter(|c| !c.disable_cooling)
+        .map(|c| c.id.as_str());
+    let cooled = state.engine.cool_egress_siblings(&failing.id, ip, verdict, pool);
+    if !cooled.is_empty() {
+        tracing::warn!(connection_id = %failing.id, egress_ip = %ip, siblings = ?cooled, reason = verdict.reason.as_str(), "limit hit on a shared egress IP; its siblings cool too");
     }
 }
 
@@ -241,6 +254,7 @@ fn attempt_failure<'a>(
     status: Option<u16>,
     headers: &'a http::HeaderMap,
     body: &'a str,
+    egress_ip: Option<std::net::IpAddr>,
 ) -> AttemptFailure<'a> {
     AttemptFailure {
         provider: conn.provider.id,
@@ -251,6 +265,7 @@ fn attempt_failure<'a>(
         status,
         headers,
         body,
+        egress_ip,
     }
 }
 
@@ -335,6 +350,19 @@ fn all_excluded(provider: &str, model: &str, excluded: &[Exclusion]) -> ProxyErr
     };
     err.retry_after = Some(secs);
     err
+}
+
+/// The log row of a request that gave up while waiting for a cooldown.
+fn wait_record(call: &Call<'_>) -> AttemptRecord {
+    AttemptRecord {
+        created_at: now_ms(),
+        request_id: call.request_id.to_owned(),
+        endpoint: call.endpoint.to_owned(),
+        provider: call.target.provider.id.to_owned(),
+        model: call.target.model.clone(),
+        stream: call.stream,
+        ..AttemptRecord::default()
+    }
 }
 
 /// One upstream attempt: its timing and the log row it will write.
@@ -512,22 +540,6 @@ mod tests {
         assert_eq!((e.status, e.code, e.retry_after), (StatusCode::TOO_MANY_REQUESTS, "rate_limited", Some(7)));
         assert!(e.message.starts_with("All 2 connection(s) of provider openai failed"));
         assert_eq!(all_failed("openai", vec![f(None, "a")]).status, StatusCode::BAD_GATEWAY);
-    }
-
-    #[test]
-    fn cooldown_waits_respect_every_limit() {
-        let s = WaitForCooldownSettings { enabled: true, max_retries: 2, max_retry_wait_sec: 10, budget_ms: 15_000 };
-        let cooling = |ms| vec![Exclusion::Cooling { remaining_ms: ms, error_code: Some(429), last_error: None }];
-        let mut w = CooldownWaits::default();
-        assert_eq!(w.next(&s, &cooling(8_000)), Some(8_000));
-        assert_eq!(w.next(&s, &cooling(8_000)), None, "over the total budget");
-        assert_eq!(w.next(&s, &cooling(7_000)), Some(7_000));
-        assert_eq!(w.next(&s, &cooling(1)), None, "no attempts left");
-        let mut w = CooldownWaits::default();
-        assert_eq!(w.next(&s, &cooling(10_001)), None, "longer than one wait");
-        assert_eq!(w.next(&s, &[Exclusion::Terminal(TerminalStatus::Banned)]), None, "nothing to wait for");
-        let off = WaitForCooldownSettings { enabled: false, ..s };
-        assert_eq!(CooldownWaits::default().next(&off, &cooling(1)), None);
     }
 
     #[test]

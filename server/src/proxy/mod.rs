@@ -4,6 +4,7 @@
 pub mod chat;
 pub mod combo;
 pub mod context;
+pub mod cooldown_wait;
 pub mod dispatch;
 pub mod errors;
 pub mod models;

@@ -137,6 +137,23 @@ impl ConnectionHealth {
         Marked::Cooled(cooldown)
     }
 
+    /// The egress-bucketed lock (SPEC §R7): a sibling leaving through the
+    /// same IP hit a quota or rate limit (`v`), so this connection cools
+    /// until the sibling does — never turned terminal, never a running
+    /// cooldown shortened, the backoff level untouched. Whether anything
+    /// changed.
+    pub fn mark_shared_limit(&mut self, v: &Verdict, failing_id: &str, until: i64) -> bool {
+        if self.terminal.is_some() || self.rate_limited_until.is_some_and(|u| u >= until) {
+            return false;
+        }
+        self.rate_limited_until = Some(until);
+        self.last_error =
+            Some(format!("{} on connection {failing_id}, which shares this egress IP", v.reason.as_str()));
+        self.last_error_type = Some(v.reason.as_str().to_owned());
+        self.error_code = Some("429".to_owned());
+        true
+    }
+
     /// Selection considers the connection again: once its cooldown has
     /// passed, the ladder starts over. Whether anything changed.
     pub fn on_selected(&mut self, now: i64) -> bool {

@@ -8,13 +8,19 @@
 //! change. Nothing here takes a process-wide lock on a healthy request, and
 //! nothing touches the database (changes go to the write-behind writer).
 
-use app::types::settings::{ResilienceSettings, RuleScope};
+use app::types::{
+    Category,
+    settings::{ErrorReason, ProviderCooldownSettings, ProviderWindowProfile, ResilienceSettings, RuleScope},
+};
 use dashmap::DashMap;
 use http::HeaderMap;
 use parking_lot::Mutex;
-use std::sync::{
-    Arc,
-    atomic::{AtomicBool, AtomicI64, Ordering},
+use std::{
+    net::IpAddr,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicI64, Ordering},
+    },
 };
 
 use super::{
@@ -22,7 +28,9 @@ use super::{
     classify::{self, Verdict},
     clock::Clock,
     connection_health::{ConnectionHealth, Marked, TerminalStatus},
+    egress::EgressMap,
     lockout::{ESCALATION_WINDOW_MS, LockFailure, Lockouts},
+    provider_cooldown::ProviderCooldowns,
     restate, retry_hints, rules,
 };
 
@@ -70,6 +78,8 @@ pub struct AttemptFailure<'a> {
     pub status: Option<u16>,
     pub headers: &'a HeaderMap,
     pub body: &'a str,
+    /// The local address the attempt left from, when a response came back.
+    pub egress_ip: Option<IpAddr>,
 }
 
 /// A breaker as the monitoring API shows it.
@@ -101,6 +111,11 @@ pub struct Engine {
     /// escalation window); after it the lockout map is not even looked at,
     /// so healthy requests never take its mutex.
     lock_horizon: AtomicI64,
+    /// The §R1.1 window gate (combo targets only, off by default).
+    windows: Mutex<ProviderCooldowns>,
+    /// The window gate holds an entry; until then its mutex is not taken.
+    windows_used: AtomicBool,
+    egress: EgressMap,
     changes: Option<tokio::sync::mpsc::UnboundedSender<Change>>,
 }
 
@@ -119,9 +134,17 @@ impl Drop for Probe {
     }
 }
 
+/// The §R1.1 window profile of a provider class.
+fn window_profile(s: &ProviderCooldownSettings, category: Category) -> &ProviderWindowProfile {
+    match category {
+        Category::Oauth => &s.oauth,
+        Category::Apikey => &s.apikey,
+        Category::Local => &s.local,
+    }
+}
+
 /// The breaker profile of a provider class.
-pub fn breaker_config(settings: &ResilienceSettings, category: app::types::Category) -> BreakerConfig {
-    use app::types::Category;
+pub fn breaker_config(settings: &ResilienceSettings, category: Category) -> BreakerConfig {
     let b = &settings.provider_breaker;
     BreakerConfig::from(match category {
         Category::Oauth => &b.oauth,
@@ -139,6 +162,9 @@ impl Engine {
             connections: DashMap::new(),
             lockouts: Mutex::default(),
             lock_horizon: AtomicI64::new(i64::MIN),
+            windows: Mutex::default(),
+            windows_used: AtomicBool::new(false),
+            egress: EgressMap::default(),
             changes,
         }
     }
@@ -367,6 +393,111 @@ impl Engine {
         if now < self.lock_horizon.load(Ordering::Acquire) {
             self.lockouts.lock().decay(provider, connection_id, model);
         }
+    }
+
+    /// §R1.1 window gate, consulted before a combo target: how long the
+    /// target (its pinned connection, else its provider) is still held
+    /// back; 0 when the gate is off or open.
+    pub fn target_cooldown_ms(
+        &self,
+        provider: &str,
+        category: Category,
+        pinned: Option<&str>,
+        s: &ProviderCooldownSettings,
+    ) -> u64 {
+        if !s.enabled || !self.windows_used.load(Ordering::Acquire) {
+            return 0;
+        }
+        let now = self.now();
+        let mut w = self.windows.lock();
+        match pinned {
+            Some(id) => w.connection_remaining_ms(provider, id, s, now),
+            None => w.provider_remaining_ms(provider, window_profile(s, category), now),
+        }
+    }
+
+    /// §R1.1: a combo target failed (every attempt of it).
+    pub fn record_target_failure(
+        &self,
+        provider: &str,
+        category: Category,
+        pinned: Option<&str>,
+        s: &ProviderCooldownSettings,
+    ) {
+        if !s.enabled {
+            return;
+        }
+        let now = self.now();
+        let mut w = self.windows.lock();
+        match pinned {
+            Some(id) => w.record_connection_failure(provider, id, now),
+            None => w.record_provider_failure(provider, window_profile(s, category), now),
+        }
+        self.windows_used.store(true, Ordering::Release);
+    }
+
+    /// §R1.1: a combo target served; its window starts over.
+    pub fn record_target_success(&self, provider: &str, pinned: Option<&str>) {
+        if self.windows_used.load(Ordering::Acquire) {
+            let mut w = self.windows.lock();
+            w.record_success(provider, pinned);
+            self.windows_used.store(!w.is_empty(), Ordering::Release);
+        }
+    }
+
+    /// Remembers where a connection of an egress-bucketed provider left
+    /// from (§R7).
+    pub fn record_egress(&self, connection_id: &str, ip: IpAddr) {
+        self.egress.record(connection_id, ip, self.now());
+    }
+
+    /// An egress observation read back from `proxy_logs` at start.
+    pub fn restore_egress(&self, connection_id: &str, ip: IpAddr, at: i64) {
+        self.egress.restore(connection_id, ip, at);
+    }
+
+    /// The egress-bucketed lock (§R7) applies to this failure: an
+    /// allow-listed provider, a 429 classified as a quota or rate limit
+    /// with a cooldown to share, and a known egress IP (this response's,
+    /// else the last one seen). Returns that IP.
+    pub fn egress_lock_ip(&self, f: &AttemptFailure<'_>, o: &Outcome, settings: &ResilienceSettings) -> Option<IpAddr> {
+        let applies = settings.egress_ip_lock_providers.iter().any(|p| p == f.provider)
+            && o.status == Some(429)
+            && matches!(o.verdict.reason, ErrorReason::QuotaExhausted | ErrorReason::RateLimited)
+            && o.verdict.cooldown_ms > 0;
+        if !applies {
+            return None;
+        }
+        f.egress_ip.or_else(|| self.egress.ip_of(f.connection_id, self.now()))
+    }
+
+    /// Cools the members of `pool` (connections of allow-listed providers
+    /// that may cool) last seen on `ip` until the failing one's cooldown
+    /// ends (§R7). Returns the ids whose state changed.
+    pub fn cool_egress_siblings<'p>(
+        &self,
+        failing_id: &str,
+        ip: IpAddr,
+        verdict: &Verdict,
+        pool: impl IntoIterator<Item = &'p str>,
+    ) -> Vec<&'p str> {
+        let now = self.now();
+        let own = self.connections.get(failing_id).and_then(|slot| slot.health.lock().rate_limited_until);
+        let until = own.unwrap_or_else(|| now.saturating_add(i64::try_from(verdict.cooldown_ms).unwrap_or(i64::MAX)));
+        let siblings = self.egress.sharing(ip, pool.into_iter().filter(|id| *id != failing_id), now);
+        siblings
+            .into_iter()
+            .filter(|id| {
+                let slot = self.connection(id);
+                let mut h = slot.health.lock();
+                let changed = h.mark_shared_limit(verdict, failing_id, until);
+                if changed {
+                    slot.clean.store(false, Ordering::Release);
+                    self.emit(Change::Connection((*id).to_owned(), h.clone()));
+                }
+                changed
+            })
+            .collect()
     }
 
     /// Every breaker that has seen a failure, by provider, after refresh.

@@ -6,6 +6,7 @@ pub mod breaker;
 pub mod classify;
 pub mod clock;
 pub mod connection_health;
+pub mod egress;
 pub mod engine;
 pub mod lockout;
 pub mod provider_cooldown;

@@ -71,9 +71,16 @@ impl ProviderCooldowns {
     }
 
     /// A success clears the provider's window and the connection's entry.
-    pub fn record_success(&mut self, provider: &str, connection_id: &str) {
+    pub fn record_success(&mut self, provider: &str, connection_id: Option<&str>) {
         self.windows.remove(provider);
-        self.connections.remove(&format!("{provider}:{connection_id}"));
+        if let Some(id) = connection_id {
+            self.connections.remove(&format!("{provider}:{id}"));
+        }
+    }
+
+    /// Nothing is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.windows.is_empty() && self.connections.is_empty()
     }
 }
 

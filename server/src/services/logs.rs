@@ -30,6 +30,7 @@ pub async fn list(state: &AppState, filter: repo::LogFilter) -> Result<LogList, 
             cached_tokens: r.cached_tokens,
             error_kind: r.error_kind,
             error_message: r.error_message,
+            egress_ip: r.egress_ip,
         })
         .collect();
     Ok(LogList { logs })

@@ -108,6 +108,12 @@ impl Executor {
     }
 }
 
+/// The local address the response's connection left from: the egress
+/// IP the upstream saw, unless a NAT or proxy sits in between (SPEC §R7).
+pub fn egress_ip(resp: &reqwest::Response) -> Option<std::net::IpAddr> {
+    resp.extensions().get::<hyper_util::client::legacy::connect::HttpInfo>().map(|info| info.local_addr().ip())
+}
+
 /// `base` + `path`, without re-parsing the host for every request.
 fn endpoint(base: &reqwest::Url, path: &str) -> reqwest::Url {
     let mut url = base.clone();

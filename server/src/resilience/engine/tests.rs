@@ -21,6 +21,7 @@ fn failure<'a>(status: Option<u16>, headers: &'a HeaderMap) -> AttemptFailure<'a
         status,
         headers,
         body: "",
+        egress_ip: None,
     }
 }
 
@@ -96,4 +97,76 @@ fn healthy_requests_stop_looking_at_lockouts_once_they_no_longer_matter() {
     assert_eq!(e.exclusion("openai", "c1", "gpt-4o"), None, "the lock expired");
     clock.advance(2 * (120_000 + ESCALATION_WINDOW_MS as i64));
     assert!(e.now() >= e.lock_horizon.load(Ordering::Acquire), "past every window: the mutex is skipped again");
+}
+
+fn ip(s: &str) -> IpAddr {
+    s.parse().unwrap()
+}
+
+#[test]
+fn a_quota_429_on_an_egress_bucketed_provider_cools_its_siblings_on_the_same_ip() {
+    let (e, clock, mut rx) = engine();
+    let settings = ResilienceSettings::default();
+    e.record_egress("go-1", ip("10.0.0.1"));
+    e.record_egress("go-2", ip("10.0.0.1"));
+    e.record_egress("go-3", ip("10.0.0.2"));
+    let headers = HeaderMap::new();
+    let quota = AttemptFailure {
+        provider: "opencode-go",
+        connection_id: "go-1",
+        body: "You have exceeded your daily quota",
+        ..failure(Some(429), &headers)
+    };
+    let o = e.on_failure(&quota, &settings, &cfg(5), None);
+    assert_eq!(o.verdict.reason, ErrorReason::QuotaExhausted);
+    let lock_ip = e.egress_lock_ip(&quota, &o, &settings);
+    assert_eq!(lock_ip, Some(ip("10.0.0.1")), "the last seen IP when the response had none");
+    while rx.try_recv().is_ok() {}
+    let cooled = e.cool_egress_siblings("go-1", ip("10.0.0.1"), &o.verdict, ["go-1", "go-2", "go-3"]);
+    assert_eq!(cooled, vec!["go-2"], "same IP only, never the failing one again");
+    assert!(matches!(e.exclusion("opencode-go", "go-2", "m"), Some(Exclusion::Cooling { .. })));
+    assert_eq!(e.exclusion("opencode-go", "go-3", "m"), None);
+    assert!(matches!(rx.try_recv(), Ok(Change::Connection(id, _)) if id == "go-2"), "persisted behind");
+    clock.advance(1_000);
+    assert!(e.cool_egress_siblings("go-1", ip("10.0.0.1"), &o.verdict, ["go-2"]).is_empty(), "already cooling as long");
+
+    let other = AttemptFailure { provider: "openai", ..quota };
+    assert_eq!(e.egress_lock_ip(&other, &o, &settings), None, "provider not allow-listed");
+    let off = ResilienceSettings { egress_ip_lock_providers: vec![], ..settings.clone() };
+    assert_eq!(e.egress_lock_ip(&quota, &o, &off), None, "an empty list turns the lock off");
+    let server_error = e.on_failure(
+        &AttemptFailure { connection_id: "go-3", ..failure(Some(503), &headers) },
+        &settings,
+        &cfg(5),
+        None,
+    );
+    let go3 = AttemptFailure { provider: "opencode-go", connection_id: "go-3", ..failure(Some(503), &headers) };
+    assert_eq!(e.egress_lock_ip(&go3, &server_error, &settings), None, "only a 429 quota or rate limit");
+}
+
+#[test]
+fn the_window_gate_holds_a_combo_target_only_while_enabled() {
+    let (e, clock, _rx) = engine();
+    let mut s = ResilienceSettings::default().provider_cooldown;
+    let local = app::types::Category::Local;
+    e.record_target_failure("ollama", local, None, &s);
+    assert_eq!(e.target_cooldown_ms("ollama", local, None, &s), 0, "off by default: nothing recorded");
+    s.enabled = true;
+    e.record_target_failure("ollama", local, None, &s);
+    assert_eq!(e.target_cooldown_ms("ollama", local, None, &s), 0, "one failure is below the local threshold (2)");
+    clock.advance(1_000);
+    e.record_target_failure("ollama", local, None, &s);
+    assert_eq!(e.target_cooldown_ms("ollama", local, None, &s), 60_000);
+    e.record_target_failure("ollama", local, Some("c9"), &s);
+    assert_eq!(
+        e.target_cooldown_ms("ollama", local, Some("c9"), &s),
+        5_000,
+        "a pinned target uses its connection entry"
+    );
+    let off = ProviderCooldownSettings { enabled: false, ..s.clone() };
+    assert_eq!(e.target_cooldown_ms("ollama", local, None, &off), 0, "turning the gate off releases at once");
+    e.record_target_success("ollama", Some("c9"));
+    assert_eq!(e.target_cooldown_ms("ollama", local, None, &s), 0, "a success clears the window");
+    assert_eq!(e.target_cooldown_ms("ollama", local, Some("c9"), &s), 0);
+    assert!(!e.windows_used.load(Ordering::Acquire), "empty again: the mutex is skipped");
 }

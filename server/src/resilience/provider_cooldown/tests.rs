@@ -21,7 +21,7 @@ fn connection_entries_back_off_exponentially_up_to_the_cap() {
     }
     assert_eq!(last, 20_000);
     assert!(c.connection_remaining_ms("openai", "k1", &s, T) <= 20_000);
-    c.record_success("openai", "k1");
+    c.record_success("openai", Some("k1"));
     assert_eq!(c.connection_remaining_ms("openai", "k1", &s, T), 0);
     c.record_connection_failure("", "k1", T);
     assert_eq!(c.connection_remaining_ms("", "k1", &s, T), 0, "no provider, never cooling");
@@ -51,7 +51,7 @@ fn the_api_key_window_gate() {
     for _ in 0..15 {
         c.record_provider_failure("openai", &p, T);
     }
-    c.record_success("openai", "k1");
+    c.record_success("openai", Some("k1"));
     c.record_provider_failure("openai", &p, T + 1);
     assert_eq!(c.provider_remaining_ms("openai", &p, T + 1), 0);
 }
