@@ -5,6 +5,7 @@ pub mod api;
 pub mod auth;
 pub mod config;
 pub mod db;
+pub mod protocols;
 pub mod proxy;
 pub mod request_log;
 pub mod resilience;

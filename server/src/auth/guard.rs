@@ -12,7 +12,12 @@ use axum::{
 use std::sync::Arc;
 
 use super::{api_keys::KeyEntry, secret_eq, sessions};
-use crate::{api::error::ApiError, db::now_ms, proxy::errors::ProxyError, state::AppState};
+use crate::{
+    api::error::ApiError,
+    db::now_ms,
+    proxy::{errors::ProxyError, route::client_protocol},
+    state::AppState,
+};
 
 /// The bearer token or `x-api-key` of a request.
 pub fn presented_key(headers: &HeaderMap) -> Option<&str> {
@@ -47,23 +52,21 @@ pub async fn require_admin(State(state): State<Arc<AppState>>, req: Request, nex
 }
 
 /// Middleware for `/v1/*`: checks the client key and attaches its
-/// [`KeyEntry`] so dispatch can honour `allowedConnections`.
-pub async fn require_client_key(
-    State(state): State<Arc<AppState>>,
-    mut req: Request,
-    next: Next,
-) -> Result<Response, ProxyError> {
+/// [`KeyEntry`] so dispatch can honour `allowedConnections`. Refusals come
+/// in the envelope of the endpoint's protocol.
+pub async fn require_client_key(State(state): State<Arc<AppState>>, mut req: Request, next: Next) -> Response {
+    let refused = |e: ProxyError, req: &Request| e.into_response_as(client_protocol(req.uri().path()).0);
     match presented_key(req.headers()) {
         Some(key) => match state.keys.lookup(key) {
             Some(entry) if entry.has(Scope::Inference) => {
                 req.extensions_mut().insert::<Arc<KeyEntry>>(entry);
             }
-            Some(_) => return Err(ProxyError::forbidden("this API key lacks the inference scope")),
-            None if state.keys.any() => return Err(ProxyError::invalid_key()),
+            Some(_) => return refused(ProxyError::forbidden("this API key lacks the inference scope"), &req),
+            None if state.keys.any() => return refused(ProxyError::invalid_key(), &req),
             None => {}
         },
-        None if state.keys.any() => return Err(ProxyError::missing_key()),
+        None if state.keys.any() => return refused(ProxyError::missing_key(), &req),
         None => {}
     }
-    Ok(next.run(req).await)
+    next.run(req).await
 }

@@ -10,7 +10,10 @@
 //! no_executable_targets`.
 
 use app::types::{Protocol, combo::Combo};
-use axum::{http::StatusCode, response::Response};
+use axum::{
+    http::{HeaderMap, StatusCode},
+    response::Response,
+};
 use bytes::Bytes;
 use serde_json::json;
 use std::sync::Arc;
@@ -18,6 +21,7 @@ use std::sync::Arc;
 use super::{
     dispatch::{self, Call, TargetRun},
     errors::ProxyError,
+    route,
 };
 use crate::{
     auth::api_keys::KeyEntry,
@@ -30,9 +34,10 @@ use crate::{
 pub struct ComboCall<'a> {
     pub request_id: &'a str,
     pub endpoint: &'static str,
-    pub upstream_path: &'static str,
+    pub client: Protocol,
     pub stream: bool,
     pub key: Option<&'a KeyEntry>,
+    pub passthrough_headers: &'a HeaderMap,
 }
 
 /// One target skipped before any attempt.
@@ -49,7 +54,7 @@ pub async fn run(
     snapshot: &Snapshot,
     combo: &Combo,
     call: ComboCall<'_>,
-    body_for: impl Fn(&str) -> Bytes,
+    body_for: impl Fn(Protocol, &str) -> Result<Bytes, ProxyError>,
 ) -> Result<Response, ProxyError> {
     let settings = state.resilience.current();
     let mut skipped = Vec::new();
@@ -67,7 +72,7 @@ pub async fn run(
         };
         let (provider, model) = (target.provider, target.model.as_str());
         let candidates = dispatch::candidates(snapshot, provider, call.key, spec.connection_id.as_deref());
-        if candidates.is_empty() || provider.protocol != Protocol::OpenaiChat {
+        if candidates.is_empty() || !route::reachable(call.client, provider.protocol) {
             skipped.push(skip(provider.id, model, "unavailable", None));
             continue;
         }
@@ -88,11 +93,12 @@ pub async fn run(
         let one = Call {
             request_id: call.request_id,
             endpoint: call.endpoint,
-            upstream_path: call.upstream_path,
+            client: call.client,
             target: &target,
-            body: body_for(model),
+            body: body_for(provider.protocol, model)?,
             stream: call.stream,
             key: call.key,
+            passthrough_headers: call.passthrough_headers,
         };
         let mut run = TargetRun { candidates, cfg, probe };
         match dispatch::try_connections(state, &one, &settings, &mut run).await {

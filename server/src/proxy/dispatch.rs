@@ -10,9 +10,10 @@
 //! When nothing could be attempted the answer says why and when to retry.
 //! Every attempt becomes one `proxy_logs` row, written behind the request.
 
+use app::types::Protocol;
 use axum::{
     body::Body,
-    http::{HeaderValue, StatusCode, header},
+    http::{HeaderMap, HeaderValue, StatusCode, header},
     response::Response,
 };
 use bytes::Bytes;
@@ -31,6 +32,7 @@ use app::types::settings::ResilienceSettings;
 use crate::{
     auth::api_keys::KeyEntry,
     db::now_ms,
+    protocols::translate::{self, StreamTranslator},
     request_log::AttemptRecord,
     resilience::{
         breaker::BreakerConfig,
@@ -49,6 +51,8 @@ use crate::{
     },
 };
 
+static NO_HEADERS: std::sync::LazyLock<HeaderMap> = std::sync::LazyLock::new(HeaderMap::new);
+
 /// Largest upstream error body read (the rest is ignored).
 const MAX_ERROR_BODY: usize = 64 * 1024;
 /// Longest error text kept in a log row.
@@ -58,11 +62,15 @@ const MAX_LOGGED_ERROR: usize = 500;
 pub struct Call<'a> {
     pub request_id: &'a str,
     pub endpoint: &'static str,
-    pub upstream_path: &'static str,
+    /// The protocol the client speaks (and wants its answer in).
+    pub client: Protocol,
     pub target: &'a Target,
+    /// The body in the target provider's protocol.
     pub body: Bytes,
     pub stream: bool,
     pub key: Option<&'a KeyEntry>,
+    /// Client headers for an upstream of the client's own protocol.
+    pub passthrough_headers: &'a HeaderMap,
 }
 
 /// Why one attempt did not produce the answer.
@@ -175,7 +183,10 @@ pub async fn try_connections(
             continue;
         }
         let mut attempt = Attempt::start(state, call, conn);
-        let sent = state.executor.post(conn, call.upstream_path, call.body.clone(), call.stream).await;
+        let upstream = provider.protocol;
+        let extra = if upstream == call.client { call.passthrough_headers } else { &*NO_HEADERS };
+        let sent =
+            state.executor.post(conn, translate::upstream_path(upstream), call.body.clone(), call.stream, extra).await;
         let egress = sent.as_ref().ok().and_then(executor::egress_ip);
         if let Some(ip) = egress {
             attempt.record.egress_ip = Some(ip.to_string());
@@ -216,8 +227,7 @@ pub async fn try_connections(
             }
         };
         // Transport failures (before or during the body) count too.
-        let no_headers = http::HeaderMap::new();
-        let failure = attempt_failure(conn, model, None, &no_headers, &failed.message, egress);
+        let failure = attempt_failure(conn, model, None, &NO_HEADERS, &failed.message, egress);
         state.engine.on_failure(&failure, settings, &t.cfg, t.probe.as_mut());
         failures.push(failed);
     }
@@ -369,6 +379,9 @@ fn wait_record(call: &Call<'_>) -> AttemptRecord {
 struct Attempt<'a> {
     state: &'a Arc<AppState>,
     conn: &'a LiveConnection,
+    /// The client's protocol; the answer is translated when it differs
+    /// from the connection's.
+    client: Protocol,
     started: Instant,
     record: AttemptRecord,
 }
@@ -385,7 +398,7 @@ impl<'a> Attempt<'a> {
             stream: call.stream,
             ..AttemptRecord::default()
         };
-        Self { state, conn, started: Instant::now(), record }
+        Self { state, conn, client: call.client, started: Instant::now(), record }
     }
 
     fn elapsed_ms(&self) -> i64 {
@@ -408,29 +421,54 @@ impl<'a> Attempt<'a> {
         self.fail(None, e.kind(), e.to_string(), None)
     }
 
+    /// Whether the answer must be translated for the client.
+    fn translating(&self) -> bool {
+        self.client != self.conn.provider.protocol
+    }
+
     /// The request itself is at fault (the verdict says no other
-    /// connection would do better): return the upstream's answer
-    /// unchanged (same protocol on both sides), credential redacted.
+    /// connection would do better): return the upstream's answer — as is
+    /// when both sides speak one protocol, else its message in the
+    /// client's envelope — credential redacted.
     fn client_error(mut self, status: u16, text: String) -> Response {
         self.record.status = i32::from(status);
         self.record.latency_ms = self.elapsed_ms();
         self.record.error_kind = Some("client_error".to_owned());
         self.record.error_message = Some(truncate(&text, MAX_LOGGED_ERROR));
         let conn_id = self.conn.id.clone();
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
+        let client = self.client;
+        let translating = self.translating();
         self.finish_log();
-        json_response(StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY), Bytes::from(text), &conn_id)
+        if !translating {
+            return json_response(status, Bytes::from(text), &conn_id);
+        }
+        let message = translate::error_message(&text).unwrap_or(text);
+        let mut e = ProxyError::new(status, "invalid_request_error", "upstream_error", message);
+        e.connection_id = Some(conn_id.into());
+        e.into_response_as(client)
     }
 
     async fn success(mut self, resp: reqwest::Response) -> Result<Response, Failure> {
         self.record.status = i32::from(resp.status().as_u16());
+        let upstream = self.conn.provider.protocol;
         if self.record.stream {
             let content_type = resp
                 .headers()
                 .get(reqwest::header::CONTENT_TYPE)
-                .and_then(|v| HeaderValue::from_bytes(v.as_bytes()).ok());
+                .and_then(|v| HeaderValue::from_bytes(v.as_bytes()).ok())
+                .filter(|_| !self.translating());
             let conn_id = self.conn.id.clone();
-            let body =
-                PassThrough::new(resp.bytes_stream().boxed(), self.started, self.record, self.state.logs.clone());
+            let translator =
+                StreamTranslator::new(upstream, self.client, now_ms() / 1000).filter(|_| self.translating());
+            let body = PassThrough::new(
+                resp.bytes_stream().boxed(),
+                self.started,
+                self.record,
+                self.state.logs.clone(),
+                self.client,
+                translator,
+            );
             let mut response = Response::new(Body::from_stream(body));
             let h = response.headers_mut();
             h.insert(header::CONTENT_TYPE, content_type.unwrap_or(HeaderValue::from_static("text/event-stream")));
@@ -439,6 +477,25 @@ impl<'a> Attempt<'a> {
             return Ok(response);
         }
         match tokio::time::timeout(self.state.config.fetch_timeout, resp.bytes()).await {
+            Ok(Ok(body)) if self.translating() => {
+                match translate::response(upstream, &body, self.client, now_ms() / 1000) {
+                    Ok((translated, u)) => {
+                        self.record.latency_ms = self.elapsed_ms();
+                        self.record.prompt_tokens = i64::try_from(u.input_tokens).ok();
+                        self.record.completion_tokens = i64::try_from(u.output_tokens).ok();
+                        self.record.cached_tokens = u.cached_tokens.and_then(|c| i64::try_from(c).ok());
+                        let conn_id = self.conn.id.clone();
+                        self.finish_log();
+                        Ok(json_response(StatusCode::OK, translated, &conn_id))
+                    }
+                    Err(e) => Err(self.fail(
+                        None,
+                        "invalid_response",
+                        format!("the upstream answer could not be read: {e}"),
+                        None,
+                    )),
+                }
+            }
             Ok(Ok(body)) => {
                 self.record.latency_ms = self.elapsed_ms();
                 if let Some(u) = usage::from_body(&body) {

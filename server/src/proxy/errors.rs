@@ -1,5 +1,6 @@
-//! Errors to `/v1` clients in the OpenAI envelope
-//! `{"error":{"message","type","code","param"}}`. Every 429 and 503 carries
+//! Errors to `/v1` clients in their protocol's envelope (OpenAI
+//! `{"error":{"message","type","code","param"}}`, Anthropic
+//! `{"type":"error","error":{"type","message"}}`). Every 429 and 503 carries
 //! `Retry-After` (seconds, at least 1): a 429 without it is fatal to Codex.
 
 use axum::{
@@ -8,6 +9,8 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use serde_json::json;
+
+use app::types::Protocol;
 
 use super::context::SELECTED_CONNECTION;
 
@@ -18,7 +21,7 @@ pub struct ProxyError {
     /// OpenAI error `type`.
     pub kind: &'static str,
     pub code: &'static str,
-    pub param: Option<&'static str>,
+    pub param: Option<Box<str>>,
     /// Seconds; `None` on a 429/503 still sends `Retry-After: 1`.
     pub retry_after: Option<u64>,
     /// The last connection tried, for `X-OmniRoute-Selected-Connection-Id`.
@@ -75,9 +78,9 @@ impl ProxyError {
     }
 
     /// 400 naming the offending field.
-    pub fn bad_field(param: &'static str, message: impl Into<String>) -> Self {
+    pub fn bad_field(param: impl Into<Box<str>>, message: impl Into<String>) -> Self {
         Self {
-            param: Some(param),
+            param: Some(param.into()),
             ..Self::new(StatusCode::BAD_REQUEST, "invalid_request_error", "invalid_request", message)
         }
     }
@@ -102,7 +105,20 @@ impl ProxyError {
 
 impl IntoResponse for ProxyError {
     fn into_response(self) -> Response {
-        let mut error = json!({"message": self.message, "type": self.kind, "code": self.code});
+        self.into_response_as(Protocol::OpenaiChat)
+    }
+}
+
+impl ProxyError {
+    /// The error in the envelope of the client's protocol: OpenAI
+    /// `{"error":{…}}` (also for Responses clients) or Anthropic
+    /// `{"type":"error","error":{"type","message",…}}`.
+    pub fn into_response_as(self, client: Protocol) -> Response {
+        let mut error = json!({"message": self.message, "code": self.code});
+        error["type"] = json!(match client {
+            Protocol::Anthropic => anthropic_type(self.status),
+            _ => self.kind,
+        });
         let extra = self.extra.map(|e| *e).unwrap_or_default();
         for (k, v) in extra.fields {
             error[k] = v;
@@ -114,7 +130,11 @@ impl IntoResponse for ProxyError {
         if let Some(s) = retry_after {
             error["retry_after"] = json!(s);
         }
-        let mut resp = (self.status, Json(json!({"error": error}))).into_response();
+        let body = match client {
+            Protocol::Anthropic => json!({"type": "error", "error": error}),
+            _ => json!({"error": error}),
+        };
+        let mut resp = (self.status, Json(body)).into_response();
         if let Some(s) = retry_after {
             resp.headers_mut().insert(RETRY_AFTER, HeaderValue::from(s));
         }
@@ -127,6 +147,22 @@ impl IntoResponse for ProxyError {
             }
         }
         resp
+    }
+}
+
+/// Anthropic's error `type` for a status.
+fn anthropic_type(status: StatusCode) -> &'static str {
+    match status.as_u16() {
+        400 | 422 => "invalid_request_error",
+        401 => "authentication_error",
+        402 => "billing_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        413 => "request_too_large",
+        429 => "rate_limit_error",
+        503 | 529 => "overloaded_error",
+        504 => "timeout_error",
+        _ => "api_error",
     }
 }
 
@@ -148,6 +184,16 @@ mod tests {
         assert_eq!(resp.headers()[RETRY_AFTER], "30");
         let resp = ProxyError::bad_field("model", "missing").into_response();
         assert!(resp.headers().get(RETRY_AFTER).is_none());
+    }
+
+    #[test]
+    fn anthropic_clients_get_their_envelope_and_error_types() {
+        let resp = ProxyError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", "model_cooldown", "wait")
+            .into_response_as(Protocol::Anthropic);
+        assert_eq!(resp.headers()[RETRY_AFTER], "1");
+        let e = ProxyError::circuit_open("glm", 5_000);
+        assert_eq!(anthropic_type(e.status), "overloaded_error");
+        assert_eq!(anthropic_type(StatusCode::NOT_FOUND), "not_found_error");
     }
 
     #[test]

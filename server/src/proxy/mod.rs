@@ -1,13 +1,17 @@
-//! The `/v1/*` surface coding agents call. Handlers parse and validate;
-//! `dispatch` runs the attempt loop; `stream` passes SSE through unbuffered.
+//! The `/v1/*` surface coding agents call. Handlers name their protocol;
+//! `request` validates, `route` resolves the model, `dispatch` runs the
+//! attempt loop; `stream` relays SSE unbuffered (translated when the
+//! upstream speaks another protocol).
 
-pub mod chat;
 pub mod combo;
 pub mod context;
 pub mod cooldown_wait;
 pub mod dispatch;
 pub mod errors;
+pub mod messages;
 pub mod models;
+pub mod request;
+pub mod route;
 pub mod stream;
 pub mod usage;
 
@@ -23,7 +27,9 @@ use crate::{auth::guard::require_client_key, state::AppState};
 
 pub fn router(state: &Arc<AppState>) -> Router<Arc<AppState>> {
     Router::new()
-        .route("/v1/chat/completions", post(chat::handle))
+        .route("/v1/chat/completions", post(route::handle))
+        .route("/v1/messages", post(route::handle))
+        .route("/v1/messages/count_tokens", post(messages::count_tokens))
         .route("/v1/models", get(models::list))
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
         .layer(from_fn_with_state(state.clone(), require_client_key))

@@ -75,15 +75,21 @@ impl Executor {
         Ok(Self { client, fetch_timeout })
     }
 
-    /// POSTs `body` to `path` (e.g. `/chat/completions`) of the connection.
+    /// POSTs `body` to `path` (e.g. `/chat/completions`) of the connection,
+    /// with `extra` headers (client headers meant for this protocol) added
+    /// to the connection's own.
     pub async fn post(
         &self,
         conn: &LiveConnection,
         path: &str,
         body: Bytes,
         stream: bool,
+        extra: &HeaderMap,
     ) -> Result<reqwest::Response, TransportError> {
         let mut headers = conn.auth_headers.clone();
+        for (name, value) in extra {
+            headers.insert(name, value.clone());
+        }
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(ACCEPT, HeaderValue::from_static(if stream { "text/event-stream" } else { "application/json" }));
         let req = self.client.post(endpoint(&conn.base_url, path)).headers(headers).body(body);

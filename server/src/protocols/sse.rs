@@ -1,0 +1,147 @@
+//! Server-sent events, both ways: an incremental reader that turns an
+//! upstream byte stream into events as soon as each is complete (chunks
+//! may split an event anywhere, even inside a UTF-8 character), and the
+//! frame writer for the client side.
+
+use bytes::{Bytes, BytesMut};
+
+/// One event: its `event:` name (if any) and its `data:` lines joined by
+/// newlines.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SseEvent {
+    pub event: Option<String>,
+    pub data: String,
+}
+
+/// Longest event kept while waiting for its end; a longer one is an
+/// upstream fault, not something to buffer without bound.
+pub const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("an upstream stream event exceeded {MAX_EVENT_BYTES} bytes")]
+pub struct EventTooLarge;
+
+#[derive(Default)]
+pub struct SseReader {
+    buf: BytesMut,
+    event: Option<String>,
+    data: Vec<String>,
+    has_data: bool,
+}
+
+impl SseReader {
+    /// Feeds a chunk; returns every event it completed.
+    pub fn feed(&mut self, chunk: &[u8]) -> Result<Vec<SseEvent>, EventTooLarge> {
+        self.buf.extend_from_slice(chunk);
+        let mut out = Vec::new();
+        while let Some(end) = self.buf.iter().position(|b| *b == b'\n') {
+            let line = self.buf.split_to(end + 1);
+            let line = line.strip_suffix(b"\n").unwrap_or(&line);
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            self.line(&String::from_utf8_lossy(line), &mut out);
+        }
+        if self.buf.len() + self.data.iter().map(String::len).sum::<usize>() > MAX_EVENT_BYTES {
+            return Err(EventTooLarge);
+        }
+        Ok(out)
+    }
+
+    /// The end of the stream: an event without its blank line still counts.
+    pub fn finish(&mut self) -> Option<SseEvent> {
+        if !self.buf.is_empty() {
+            let rest = std::mem::take(&mut self.buf);
+            let mut out = Vec::new();
+            self.line(&String::from_utf8_lossy(&rest), &mut out);
+        }
+        self.take()
+    }
+
+    fn line(&mut self, line: &str, out: &mut Vec<SseEvent>) {
+        if line.is_empty() {
+            out.extend(self.take());
+            return;
+        }
+        if line.starts_with(':') {
+            return;
+        }
+        let (field, value) = line.split_once(':').map_or((line, ""), |(f, v)| (f, v.strip_prefix(' ').unwrap_or(v)));
+        match field {
+            "event" => self.event = Some(value.to_owned()),
+            "data" => {
+                self.data.push(value.to_owned());
+                self.has_data = true;
+            }
+            _ => {}
+        }
+    }
+
+    fn take(&mut self) -> Option<SseEvent> {
+        let event = self.event.take();
+        if !std::mem::take(&mut self.has_data) {
+            return None;
+        }
+        Some(SseEvent { event, data: std::mem::take(&mut self.data).join("\n") })
+    }
+}
+
+/// `event: <name>\ndata: <data>\n\n` (the name only when given).
+pub fn frame(event: Option<&str>, data: &str) -> Bytes {
+    let mut out = String::with_capacity(data.len() + 32);
+    if let Some(e) = event {
+        out.push_str("event: ");
+        out.push_str(e);
+        out.push('\n');
+    }
+    for line in data.split('\n') {
+        out.push_str("data: ");
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.push('\n');
+    Bytes::from(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(event: Option<&str>, data: &str) -> SseEvent {
+        SseEvent { event: event.map(str::to_owned), data: data.to_owned() }
+    }
+
+    #[test]
+    fn events_split_anywhere_come_out_whole() {
+        let stream = "event: message_start\ndata: {\"a\":1}\n\n: keep-alive\n\ndata: line one\r\ndata: line two\r\n\r\ndata: é\n\n";
+        let expected = vec![ev(Some("message_start"), "{\"a\":1}"), ev(None, "line one\nline two"), ev(None, "é")];
+        for split in 1..stream.len() {
+            let bytes = stream.as_bytes();
+            let mut r = SseReader::default();
+            let mut got = r.feed(&bytes[..split]).unwrap();
+            got.extend(r.feed(&bytes[split..]).unwrap());
+            assert_eq!(got, expected, "split at {split}");
+            assert_eq!(r.finish(), None);
+        }
+    }
+
+    #[test]
+    fn a_last_event_without_its_blank_line_still_counts() {
+        let mut r = SseReader::default();
+        assert!(r.feed(b"data: [DONE]").unwrap().is_empty());
+        assert_eq!(r.finish(), Some(ev(None, "[DONE]")));
+    }
+
+    #[test]
+    fn an_endless_event_is_refused() {
+        let mut r = SseReader::default();
+        let big = vec![b'x'; MAX_EVENT_BYTES + 1];
+        assert_eq!(r.feed(&big), Err(EventTooLarge));
+    }
+
+    #[test]
+    fn frames_carry_multi_line_data() {
+        assert_eq!(frame(Some("ping"), "{}"), Bytes::from("event: ping\ndata: {}\n\n"));
+        assert_eq!(frame(None, "a\nb"), Bytes::from("data: a\ndata: b\n\n"));
+        let mut r = SseReader::default();
+        assert_eq!(r.feed(&frame(Some("x"), "a\nb")).unwrap(), vec![ev(Some("x"), "a\nb")]);
+    }
+}

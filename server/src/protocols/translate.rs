@@ -1,0 +1,195 @@
+//! Any protocol to any other: a request is read into the internal
+//! representation and written in the upstream's protocol; the answer goes
+//! the other way, whole or event by event. Same-protocol traffic never
+//! comes here — it passes through untouched.
+
+use app::types::Protocol;
+use bytes::Bytes;
+use serde_json::Value;
+
+use super::{
+    anthropic,
+    ir::{self, Event},
+    json::{Invalid, invalid},
+    openai_chat,
+    sse::{SseEvent, SseReader},
+};
+
+/// Whether translation to and from this protocol exists yet.
+pub fn supported(p: Protocol) -> bool {
+    matches!(p, Protocol::OpenaiChat | Protocol::Anthropic)
+}
+
+/// Where a protocol's chat endpoint sits under a connection's base URL.
+pub fn upstream_path(p: Protocol) -> &'static str {
+    match p {
+        Protocol::OpenaiChat => "/chat/completions",
+        Protocol::Anthropic => "/v1/messages",
+        Protocol::Responses => "/responses",
+        Protocol::Gemini => "/models",
+    }
+}
+
+/// Reads a client's request in its protocol.
+pub fn read_request(p: Protocol, body: &Value) -> Result<ir::Request, Invalid> {
+    match p {
+        Protocol::OpenaiChat => openai_chat::read_request(body),
+        Protocol::Anthropic => anthropic::read_request(body),
+        Protocol::Responses | Protocol::Gemini => Err(unsupported(p)),
+    }
+}
+
+/// Writes a request for an upstream.
+pub fn write_request(p: Protocol, req: &ir::Request) -> Result<Bytes, Invalid> {
+    let v = match p {
+        Protocol::OpenaiChat => openai_chat::write_request(req),
+        Protocol::Anthropic => anthropic::write_request(req),
+        Protocol::Responses | Protocol::Gemini => return Err(unsupported(p)),
+    };
+    Ok(Bytes::from(v.to_string()))
+}
+
+/// An upstream's complete answer, in the client's protocol.
+pub fn response(
+    upstream: Protocol,
+    body: &[u8],
+    client: Protocol,
+    created: i64,
+) -> Result<(Bytes, ir::Usage), Invalid> {
+    let v: Value = serde_json::from_slice(body).map_err(|e| invalid("response", e.to_string()))?;
+    let r = match upstream {
+        Protocol::OpenaiChat => openai_chat::read_response(&v)?,
+        Protocol::Anthropic => anthropic::read_response(&v)?,
+        Protocol::Responses | Protocol::Gemini => return Err(unsupported(upstream)),
+    };
+    let out = match client {
+        Protocol::OpenaiChat => openai_chat::write_response(&r, created),
+        Protocol::Anthropic => anthropic::write_response(&r),
+        Protocol::Responses | Protocol::Gemini => return Err(unsupported(client)),
+    };
+    Ok((Bytes::from(out.to_string()), r.usage))
+}
+
+fn unsupported(p: Protocol) -> Invalid {
+    invalid("model", format!("translation to or from the {} protocol is not available yet", p.as_str()))
+}
+
+/// The text of an upstream error body in any protocol's envelope.
+pub fn error_message(body: &str) -> Option<String> {
+    let v: Value = serde_json::from_str(body).ok()?;
+    let e = v.get("error")?;
+    e.get("message").and_then(Value::as_str).map(str::to_owned).or_else(|| e.as_str().map(str::to_owned))
+}
+
+/// The upstream side of a translated stream.
+enum Reader {
+    OpenaiChat(openai_chat::StreamReader),
+    Anthropic(anthropic::StreamReader),
+}
+
+/// The client side of a translated stream.
+enum Writer {
+    OpenaiChat(openai_chat::StreamWriter),
+    Anthropic(anthropic::StreamWriter),
+}
+
+/// Translates an upstream SSE stream into the client's protocol, chunk by
+/// chunk: bytes in, the client's frames out, nothing held back beyond an
+/// incomplete event.
+pub struct StreamTranslator {
+    sse: SseReader,
+    reader: Reader,
+    writer: Writer,
+    usage: Option<ir::Usage>,
+    done: bool,
+}
+
+/// The upstream stream failed mid-way (an error event, an event too large).
+#[derive(Debug, PartialEq, Eq)]
+pub struct StreamFailed(pub String);
+
+impl StreamTranslator {
+    pub fn new(upstream: Protocol, client: Protocol, created: i64) -> Option<Self> {
+        let reader = match upstream {
+            Protocol::OpenaiChat => Reader::OpenaiChat(openai_chat::StreamReader::default()),
+            Protocol::Anthropic => Reader::Anthropic(anthropic::StreamReader::default()),
+            Protocol::Responses | Protocol::Gemini => return None,
+        };
+        let writer = match client {
+            Protocol::OpenaiChat => Writer::OpenaiChat(openai_chat::StreamWriter::new(created)),
+            Protocol::Anthropic => Writer::Anthropic(anthropic::StreamWriter::default()),
+            Protocol::Responses | Protocol::Gemini => return None,
+        };
+        Some(Self { sse: SseReader::default(), reader, writer, usage: None, done: false })
+    }
+
+    /// The usage reported so far.
+    pub fn usage(&self) -> Option<ir::Usage> {
+        self.usage
+    }
+
+    /// Translates one upstream chunk (possibly into nothing yet).
+    pub fn chunk(&mut self, chunk: &[u8]) -> Result<Bytes, StreamFailed> {
+        let events = self.sse.feed(chunk).map_err(|e| StreamFailed(e.to_string()))?;
+        let mut out = Vec::new();
+        for ev in events {
+            self.event(&ev, &mut out)?;
+        }
+        Ok(Bytes::from(out))
+    }
+
+    /// The upstream stream ended: the client's closing frames.
+    pub fn finish(&mut self) -> Result<Bytes, StreamFailed> {
+        let mut out = Vec::new();
+        if let Some(ev) = self.sse.finish() {
+            self.event(&ev, &mut out)?;
+        }
+        self.done = true;
+        out.extend_from_slice(&match &mut self.writer {
+            Writer::OpenaiChat(w) => w.finish(),
+            Writer::Anthropic(w) => w.finish(),
+        });
+        Ok(Bytes::from(out))
+    }
+
+    /// The frame that ends the client's stream with an error.
+    pub fn fail(&mut self, message: &str) -> Bytes {
+        self.done = true;
+        match &mut self.writer {
+            Writer::OpenaiChat(_) => openai_error_frame(message),
+            Writer::Anthropic(w) => w.fail("api_error", message),
+        }
+    }
+
+    fn event(&mut self, ev: &SseEvent, out: &mut Vec<u8>) -> Result<(), StreamFailed> {
+        if self.done || ev.data == "[DONE]" {
+            return Ok(());
+        }
+        let events = match &mut self.reader {
+            Reader::OpenaiChat(r) => r.read(ev),
+            Reader::Anthropic(r) => r.read(ev).map_err(|f| StreamFailed(f.0))?,
+        };
+        for e in events {
+            if let Event::Usage(u) = &e {
+                self.usage = Some(*u);
+            }
+            let bytes = match &mut self.writer {
+                Writer::OpenaiChat(w) => w.write(e),
+                Writer::Anthropic(w) => w.write(e),
+            };
+            if let Some(b) = bytes {
+                out.extend_from_slice(&b);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The OpenAI-style error frame that ends a chat stream.
+pub fn openai_error_frame(message: &str) -> Bytes {
+    let body = openai_chat::error_body("server_error", "upstream_stream_error", message);
+    super::sse::frame(None, &body.to_string())
+}
+
+#[cfg(test)]
+mod tests;

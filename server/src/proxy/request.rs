@@ -1,0 +1,182 @@
+//! A client's request as the gateway needs it: checked against its
+//! protocol's required fields, the model it asks for, whether it streams,
+//! and the body each target gets — the client's own bytes with only the
+//! `model` span replaced when the target speaks the client's protocol
+//! (unknown fields pass through untouched, nothing is re-serialized), a
+//! translation through the internal representation otherwise.
+
+use app::types::Protocol;
+use axum::http::{HeaderMap, StatusCode};
+use bytes::Bytes;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use std::{ops::Range, sync::OnceLock};
+
+use super::errors::ProxyError;
+use crate::protocols::{ir, json::Invalid, translate};
+
+/// Client headers an upstream of the client's own protocol receives.
+const PASSTHROUGH_HEADERS: [&str; 2] = ["anthropic-version", "anthropic-beta"];
+
+/// The fields the gateway reads, borrowed from the body; everything else
+/// is skipped by the parser.
+#[derive(Deserialize)]
+struct Head<'a> {
+    #[serde(borrow, default)]
+    model: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    messages: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    stream: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    max_tokens: Option<&'a RawValue>,
+}
+
+#[derive(Debug)]
+pub struct ClientRequest {
+    pub protocol: Protocol,
+    pub model: String,
+    pub stream: bool,
+    body: Bytes,
+    model_span: Range<usize>,
+    /// The request read into the internal representation, on first need.
+    ir: OnceLock<Result<ir::Request, Invalid>>,
+    /// Headers for an upstream of the same protocol (`anthropic-beta`, …).
+    pub passthrough_headers: HeaderMap,
+}
+
+fn invalid_json(detail: impl std::fmt::Display) -> ProxyError {
+    ProxyError::new(
+        StatusCode::BAD_REQUEST,
+        "invalid_request_error",
+        "invalid_json",
+        format!("Request body is not a JSON object: {detail}"),
+    )
+}
+
+impl ClientRequest {
+    pub fn parse(protocol: Protocol, body: Bytes, headers: &HeaderMap) -> Result<Self, ProxyError> {
+        if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+            return Err(invalid_json("expected `{`"));
+        }
+        let head: Head<'_> = serde_json::from_slice(&body).map_err(invalid_json)?;
+        let (model, model_span) = match head.model {
+            None => return Err(ProxyError::bad_field("model", "`model` is required")),
+            Some(raw) => match serde_json::from_str::<String>(raw.get()) {
+                Ok(m) if !m.trim().is_empty() => {
+                    let start = raw.get().as_ptr() as usize - body.as_ptr() as usize;
+                    (m, start..start + raw.get().len())
+                }
+                _ => return Err(ProxyError::bad_field("model", "`model` must be a non-empty string")),
+            },
+        };
+        match head.messages.map(|m| m.get().trim_start().strip_prefix('[').map(str::trim_start)) {
+            None => return Err(ProxyError::bad_field("messages", "`messages` is required")),
+            Some(Some(rest)) if !rest.starts_with(']') => {}
+            Some(_) => return Err(ProxyError::bad_field("messages", "`messages` must be a non-empty array")),
+        }
+        if protocol == Protocol::Anthropic {
+            match head.max_tokens.map(|v| v.get().parse::<u64>()) {
+                None => return Err(ProxyError::bad_field("max_tokens", "`max_tokens` is required")),
+                Some(Ok(n)) if n > 0 => {}
+                Some(_) => return Err(ProxyError::bad_field("max_tokens", "`max_tokens` must be a positive integer")),
+            }
+        }
+        let stream = match head.stream.map(|v| v.get()) {
+            None | Some("null") | Some("false") => false,
+            Some("true") => true,
+            Some(_) => return Err(ProxyError::bad_field("stream", "`stream` must be a boolean")),
+        };
+        let mut passthrough_headers = HeaderMap::new();
+        for name in PASSTHROUGH_HEADERS {
+            for v in headers.get_all(name) {
+                passthrough_headers.append(name, v.clone());
+            }
+        }
+        Ok(Self { protocol, model, stream, body, model_span, ir: OnceLock::new(), passthrough_headers })
+    }
+
+    /// The body for a target of protocol `target` serving `model`.
+    pub fn body_for(&self, target: Protocol, model: &str) -> Result<Bytes, ProxyError> {
+        if target == self.protocol {
+            return Ok(self.spliced(model));
+        }
+        let ir = self
+            .ir
+            .get_or_init(|| {
+                let v = serde_json::from_slice(&self.body)
+                    .map_err(|e| Invalid { field: "body".into(), message: e.to_string() })?;
+                translate::read_request(self.protocol, &v)
+            })
+            .as_ref()
+            .map_err(|e| ProxyError::bad_field(e.field.clone(), e.to_string()))?;
+        let mut req = ir.clone();
+        req.model = model.to_owned();
+        req.stream = self.stream;
+        translate::write_request(target, &req).map_err(|e| ProxyError::bad_field(e.field.clone(), e.to_string()))
+    }
+
+    /// The client's body with `model` replaced.
+    fn spliced(&self, model: &str) -> Bytes {
+        let model_json = serde_json::Value::from(model).to_string();
+        let mut out = Vec::with_capacity(self.body.len() + model_json.len());
+        out.extend_from_slice(&self.body[..self.model_span.start]);
+        out.extend_from_slice(model_json.as_bytes());
+        out.extend_from_slice(&self.body[self.model_span.end..]);
+        Bytes::from(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(protocol: Protocol, body: &'static [u8]) -> Result<ClientRequest, ProxyError> {
+        ClientRequest::parse(protocol, Bytes::from_static(body), &HeaderMap::new())
+    }
+
+    #[test]
+    fn rewrites_only_the_model_and_keeps_unknown_fields() {
+        let body = r#"{"messages":[{"role":"user","content":"hi"}], "model" : "openai/gpt-4o","x_custom":{"a":[1,2]},"stream":true}"#;
+        let req = parse(Protocol::OpenaiChat, body.as_bytes()).unwrap();
+        assert!(req.stream);
+        assert_eq!(req.model, "openai/gpt-4o");
+        let out = req.body_for(Protocol::OpenaiChat, "gpt-4o").unwrap();
+        assert_eq!(out, body.replace(r#""openai/gpt-4o""#, r#""gpt-4o""#).as_bytes(), "only the model span changes");
+    }
+
+    #[test]
+    fn bad_bodies_name_the_field() {
+        let param = |p, b| parse(p, b).unwrap_err().param;
+        let chat = Protocol::OpenaiChat;
+        assert_eq!(param(chat, br#"{"messages":[{}]}"#).as_deref(), Some("model"));
+        assert_eq!(param(chat, br#"{"model":"m","messages":[]}"#).as_deref(), Some("messages"));
+        assert_eq!(param(chat, br#"{"model":5,"messages":[{}]}"#).as_deref(), Some("model"));
+        assert_eq!(param(chat, br#"{"model":"m","messages":[{}],"stream":"yes"}"#).as_deref(), Some("stream"));
+        assert_eq!(param(chat, br#"{"model":"m"}"#).as_deref(), Some("messages"));
+        assert_eq!(parse(chat, b"{not json").unwrap_err().code, "invalid_json");
+        assert_eq!(parse(chat, br#"["m",[{}]]"#).unwrap_err().code, "invalid_json");
+        let anthropic = Protocol::Anthropic;
+        assert_eq!(param(anthropic, br#"{"model":"m","messages":[{}]}"#).as_deref(), Some("max_tokens"));
+        assert_eq!(
+            param(anthropic, br#"{"model":"m","messages":[{}],"max_tokens":"9"}"#).as_deref(),
+            Some("max_tokens")
+        );
+        assert!(parse(chat, br#"{"model":"m","messages":[{}]}"#).is_ok(), "max_tokens is optional for OpenAI");
+    }
+
+    #[test]
+    fn a_translated_body_names_the_offending_field() {
+        let req =
+            parse(Protocol::Anthropic, br#"{"model":"m","max_tokens":5,"messages":[{"role":"robot","content":"x"}]}"#)
+                .unwrap();
+        let e = req.body_for(Protocol::OpenaiChat, "gpt").unwrap_err();
+        assert_eq!((e.status.as_u16(), e.param.as_deref()), (400, Some("messages.0.role")));
+        let ok =
+            parse(Protocol::Anthropic, br#"{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"}]}"#)
+                .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&ok.body_for(Protocol::OpenaiChat, "gpt").unwrap()).unwrap();
+        assert_eq!(v["model"], "gpt");
+        assert_eq!(v["messages"][0], serde_json::json!({"role": "user", "content": "x"}));
+    }
+}

@@ -1,0 +1,112 @@
+//! From a client's request to a response, whatever its protocol (the
+//! endpoint's path names it): a combo name runs the combo, anything else
+//! resolves to one target and runs the attempt loop. Errors are answered
+//! in the client's protocol's envelope.
+
+use app::types::Protocol;
+use axum::{
+    Extension,
+    body::Bytes,
+    extract::{State, rejection::BytesRejection},
+    http::{HeaderMap, StatusCode, Uri},
+    response::Response,
+};
+use std::sync::Arc;
+
+use super::{combo, context::RequestId, dispatch, errors::ProxyError, request::ClientRequest};
+use crate::{
+    auth::api_keys::KeyEntry,
+    protocols::translate,
+    routing::resolve::{ResolveError, resolve},
+    state::AppState,
+};
+
+/// Who is asking, on which endpoint.
+pub struct Inbound<'a> {
+    pub protocol: Protocol,
+    pub endpoint: &'static str,
+    pub request_id: &'a str,
+    pub key: Option<&'a KeyEntry>,
+}
+
+/// The protocol and endpoint name of a `/v1` path (also for answers given
+/// before a handler runs, such as a refused key).
+pub fn client_protocol(path: &str) -> (Protocol, &'static str) {
+    if path.starts_with("/v1/messages") {
+        (Protocol::Anthropic, "/v1/messages")
+    } else {
+        (Protocol::OpenaiChat, "/v1/chat/completions")
+    }
+}
+
+/// The handler of every chat endpoint (`/v1/chat/completions`,
+/// `/v1/messages`): parses the body for the endpoint's protocol and serves
+/// it; any error in the client's envelope.
+pub async fn handle(
+    State(state): State<Arc<AppState>>,
+    Extension(request_id): Extension<RequestId>,
+    key: Option<Extension<Arc<KeyEntry>>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let (protocol, endpoint) = client_protocol(uri.path());
+    let inbound = Inbound { protocol, endpoint, request_id: &request_id.0, key: key.as_ref().map(|k| k.0.as_ref()) };
+    let served = async {
+        let body =
+            body.map_err(|e| ProxyError::new(e.status(), "invalid_request_error", "invalid_body", e.body_text()))?;
+        let req = ClientRequest::parse(protocol, body, &headers)?;
+        serve(&state, &req, &inbound).await
+    };
+    served.await.unwrap_or_else(|e| e.into_response_as(protocol))
+}
+
+pub async fn serve(state: &Arc<AppState>, req: &ClientRequest, inbound: &Inbound<'_>) -> Result<Response, ProxyError> {
+    let snapshot = state.connections.snapshot();
+    if let Some(combo) = state.combos.get(&req.model) {
+        let call = combo::ComboCall {
+            request_id: inbound.request_id,
+            endpoint: inbound.endpoint,
+            client: req.protocol,
+            stream: req.stream,
+            key: inbound.key,
+            passthrough_headers: &req.passthrough_headers,
+        };
+        return combo::run(state, &snapshot, &combo, call, |protocol, model| req.body_for(protocol, model)).await;
+    }
+    let target = resolve(&req.model, &snapshot).map_err(|e| match e {
+        ResolveError::Ambiguous(..) => ProxyError::bad_field("model", e.to_string()),
+        ResolveError::Unknown(_) => ProxyError {
+            param: Some("model".into()),
+            ..ProxyError::new(StatusCode::NOT_FOUND, "invalid_request_error", "model_not_found", e.to_string())
+        },
+    })?;
+    let upstream = target.provider.protocol;
+    if !reachable(req.protocol, upstream) {
+        return Err(ProxyError::bad_field(
+            "model",
+            format!(
+                "provider {} speaks the {} protocol, which {} cannot reach yet",
+                target.provider.id,
+                upstream.as_str(),
+                inbound.endpoint
+            ),
+        ));
+    }
+    let call = dispatch::Call {
+        request_id: inbound.request_id,
+        endpoint: inbound.endpoint,
+        client: req.protocol,
+        body: req.body_for(upstream, &target.model)?,
+        target: &target,
+        stream: req.stream,
+        key: inbound.key,
+        passthrough_headers: &req.passthrough_headers,
+    };
+    dispatch::run(state, &snapshot, call).await
+}
+
+/// Whether a client of one protocol can be served by an upstream of another.
+pub fn reachable(client: Protocol, upstream: Protocol) -> bool {
+    client == upstream || (translate::supported(client) && translate::supported(upstream))
+}
