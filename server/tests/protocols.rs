@@ -291,3 +291,117 @@ async fn count_tokens_is_answered_locally() {
     assert_eq!(fake.requests().len(), 0, "no upstream call");
     gw.stop().await;
 }
+
+async fn responses(gw: &Gateway, body: Value) -> reqwest::Response {
+    gw.http
+        .post(format!("{}/v1/responses", gw.url))
+        .header("session-id", "codex-session")
+        .header("thread-id", "thread-1")
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+}
+
+fn codex_body(model: &str, stream: bool) -> Value {
+    json!({"model": model, "stream": stream, "store": false, "prompt_cache_key": "thread-1",
+           "instructions": "You are Codex.",
+           "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Say hello"}]}]})
+}
+
+#[tokio::test]
+async fn a_responses_client_is_served_by_openai_and_anthropic_upstreams() {
+    let (fake, gw) = Gateway::with_fake().await;
+    gw.add_connection("openai", "o", "sk-o", &v1(&fake), 0).await;
+    gw.add_connection("anthropic", "a", "sk-ant", &fake.url(), 0).await;
+    for model in ["openai/gpt-4o-mini", "anthropic/claude-sonnet-4"] {
+        let out: Value = responses(&gw, codex_body(model, false)).await.json().await.unwrap();
+        assert_eq!(out["object"], "response", "{model}");
+        assert_eq!(out["status"], "completed");
+        assert_eq!(out["output"][0]["content"][0]["text"], "Hello from fake-upstream.", "{model}");
+        assert!(out["usage"]["output_tokens"].as_u64().unwrap() > 0);
+
+        let evs = events(responses(&gw, codex_body(model, true)).await).await;
+        assert_eq!(evs[0].0.as_deref(), Some("response.created"));
+        let text: String = evs
+            .iter()
+            .filter(|(e, _)| e.as_deref() == Some("response.output_text.delta"))
+            .filter_map(|(_, d)| d["delta"].as_str())
+            .collect();
+        assert_eq!(text, "Hello from fake-upstream.", "{model}");
+        let done = evs.iter().find(|(e, _)| e.as_deref() == Some("response.output_item.done")).unwrap();
+        assert_eq!(done.1["item"]["content"][0]["text"], "Hello from fake-upstream.", "Codex records items from here");
+        let (last, completed) = evs.last().unwrap();
+        assert_eq!(last.as_deref(), Some("response.completed"));
+        assert!(completed["response"]["usage"]["input_tokens"].as_u64().unwrap() > 0);
+    }
+    let (sent, headers) = last_request(&fake, "/v1/chat/completions");
+    assert_eq!(sent["messages"][0], json!({"role": "system", "content": "You are Codex."}));
+    for h in ["session-id", "thread-id"] {
+        assert!(!headers.contains_key(h), "{h} never reaches an upstream");
+    }
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn responses_clients_pass_through_to_a_responses_upstream_and_get_openai_errors() {
+    let (fake, gw) = Gateway::with_fake().await;
+    gw.add_connection("openai-responses", "r", "sk-r", &v1(&fake), 0).await;
+    let out: Value = responses(&gw, codex_body("openai-responses/gpt-5", false)).await.json().await.unwrap();
+    assert_eq!(out["output"][0]["content"][0]["text"], "Hello from fake-upstream.");
+    let (sent, _) = last_request(&fake, "/v1/responses");
+    let mut expected = codex_body("gpt-5", false);
+    expected["model"] = json!("gpt-5");
+    assert_eq!(sent, expected, "same protocol: unknown fields like prompt_cache_key untouched");
+
+    let resp = responses(&gw, json!({"model": "openai-responses/gpt-5"})).await;
+    assert_eq!(resp.status(), 400);
+    let e: Value = resp.json().await.unwrap();
+    assert_eq!(
+        (e["error"]["param"].as_str(), e["error"]["type"].as_str()),
+        (Some("input"), Some("invalid_request_error"))
+    );
+
+    fake.push_rule(Rule { status: Some(429), ..Default::default() });
+    let resp = responses(&gw, codex_body("openai-responses/gpt-5", true)).await;
+    assert_eq!(resp.status(), 429);
+    assert!(resp.headers().contains_key("retry-after"), "a 429 without Retry-After is fatal to Codex");
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn an_anthropic_client_is_served_by_a_responses_upstream() {
+    let (fake, gw) = Gateway::with_fake().await;
+    gw.add_connection("openai-responses", "r", "sk-r", &v1(&fake), 0).await;
+    let out: Value = messages(&gw, anthropic_body("openai-responses/gpt-5", false)).await.json().await.unwrap();
+    assert_eq!(out["content"], json!([{"type": "text", "text": "Hello from fake-upstream."}]));
+    let (sent, _) = last_request(&fake, "/v1/responses");
+    assert_eq!(sent["instructions"], "Be brief.");
+    assert_eq!(sent["input"][0]["content"][0], json!({"type": "input_text", "text": "Say hello"}));
+    let evs = events(messages(&gw, anthropic_body("openai-responses/gpt-5", true)).await).await;
+    let text: String = evs.iter().filter_map(|(_, d)| d["delta"]["text"].as_str()).collect();
+    assert_eq!(text, "Hello from fake-upstream.");
+    assert_eq!(evs.last().unwrap().0.as_deref(), Some("message_stop"));
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn an_openai_client_is_served_by_a_gemini_upstream() {
+    let (fake, gw) = Gateway::with_fake().await;
+    gw.add_connection("gemini", "g", "g-key", &format!("{}/v1beta", fake.url()), 0).await;
+    let body = json!({"model": "gemini/gemini-2.5-flash", "messages": [{"role": "user", "content": "Say hello"}]});
+    let out: Value = gw.chat(body.clone(), None).await.json().await.unwrap();
+    assert_eq!(out["choices"][0]["message"]["content"], "Hello from fake-upstream.");
+    let (sent, headers) = last_request(&fake, "/v1beta/models/gemini-2.5-flash:generateContent");
+    assert_eq!(sent["contents"], json!([{"role": "user", "parts": [{"text": "Say hello"}]}]));
+    assert_eq!(headers.get("x-goog-api-key").map(String::as_str), Some("g-key"));
+
+    let mut streamed = body;
+    streamed["stream"] = json!(true);
+    let evs = events(gw.chat(streamed, None).await).await;
+    let text: String = evs.iter().filter_map(|(_, d)| d["choices"][0]["delta"]["content"].as_str()).collect();
+    assert_eq!(text, "Hello from fake-upstream.");
+    let req = fake.requests().into_iter().rev().find(|r| r.path.contains(":streamGenerateContent")).unwrap();
+    assert_eq!(req.query.as_deref(), Some("alt=sse"));
+    gw.stop().await;
+}

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
 use super::{
-    ir::{Event, ImageSource, Message, Part, Request, Response, Role, StopReason, Tool, ToolChoice, Usage},
+    ir::{Event, ImageSource, Part, Request, Response, Role, StopReason, StreamFault, Tool, ToolChoice, Usage},
     json::{self as j, invalid, path},
     sse,
 };
@@ -51,10 +51,7 @@ pub fn read_request(body: &Value) -> j::Result<Request> {
             _ => return Err(invalid(path(&at, "role"), "must be user or assistant")),
         };
         let parts = read_blocks(content, &path(&at, "content"))?;
-        match req.messages.last_mut() {
-            Some(last) if last.role == role => last.parts.extend(parts),
-            _ => req.messages.push(Message { role, parts }),
-        }
+        req.push(role, parts);
     }
     if let Some(tools) = j::array(o, "tools", "")? {
         for (i, t) in tools.iter().enumerate() {
@@ -349,10 +346,6 @@ pub struct StreamReader {
     tool_blocks: Vec<(u64, usize)>,
     usage: Usage,
 }
-
-/// A stream `error` event from upstream: the stream failed mid-way.
-#[derive(Debug, PartialEq, Eq)]
-pub struct StreamFault(pub String);
 
 impl StreamReader {
     pub fn read(&mut self, ev: &sse::SseEvent) -> Result<Vec<Event>, StreamFault> {

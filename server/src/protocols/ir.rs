@@ -88,6 +88,18 @@ pub struct Request {
     pub parallel_tool_calls: Option<bool>,
 }
 
+impl Request {
+    /// Appends to the last turn when it has the same role (consecutive
+    /// tool results or calls become one turn, as every protocol's strict
+    /// alternation wants), else starts a new turn.
+    pub fn push(&mut self, role: Role, parts: Vec<Part>) {
+        match self.messages.last_mut() {
+            Some(last) if last.role == role => last.parts.extend(parts),
+            _ => self.messages.push(Message { role, parts }),
+        }
+    }
+}
+
 /// Characters per token of the local estimate (English text and JSON
 /// average about four).
 const CHARS_PER_TOKEN: usize = 4;
@@ -174,3 +186,8 @@ pub enum Event {
     Usage(Usage),
     Stop(StopReason),
 }
+
+/// An upstream stream reported a failure mid-way (an `error` event,
+/// `response.failed`): the client's stream must end with an error.
+#[derive(Debug, PartialEq, Eq)]
+pub struct StreamFault(pub String);

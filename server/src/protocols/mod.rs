@@ -4,8 +4,10 @@
 //! [`translate`] pairs them up.
 
 pub mod anthropic;
+pub mod gemini;
 pub mod ir;
 pub mod json;
 pub mod openai_chat;
+pub mod responses;
 pub mod sse;
 pub mod translate;

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
 use super::{
-    ir::{Event, ImageSource, Message, Part, Request, Response, Role, StopReason, Tool, ToolChoice, Usage},
+    ir::{Event, ImageSource, Part, Request, Response, Role, StopReason, Tool, ToolChoice, Usage},
     json::{self as j, Invalid, invalid, path},
     sse,
 };
@@ -52,7 +52,7 @@ fn read_message(m: &Value, at: &str, req: &mut Request) -> j::Result<()> {
         }
         "user" => {
             let parts = content.map(|c| read_content(c, &path(at, "content"))).transpose()?.unwrap_or_default();
-            push(req, Role::User, parts);
+            req.push(Role::User, parts);
         }
         "assistant" => {
             let mut parts = Vec::new();
@@ -72,27 +72,18 @@ fn read_message(m: &Value, at: &str, req: &mut Request) -> j::Result<()> {
                     arguments: j::string(f, "arguments", &path(&at, "function"))?.unwrap_or_else(|| "{}".into()),
                 });
             }
-            push(req, Role::Assistant, parts);
+            req.push(Role::Assistant, parts);
         }
         "tool" | "function" => {
             let call_id = j::string(o, "tool_call_id", at)?
                 .or(j::string(o, "name", at)?)
                 .ok_or_else(|| invalid(path(at, "tool_call_id"), "is required"))?;
             let content = content.map(|c| read_content(c, &path(at, "content"))).transpose()?.unwrap_or_default();
-            push(req, Role::User, vec![Part::ToolResult { call_id, content, is_error: false }]);
+            req.push(Role::User, vec![Part::ToolResult { call_id, content, is_error: false }]);
         }
         _ => return Err(invalid(path(at, "role"), "must be system, developer, user, assistant or tool")),
     }
     Ok(())
-}
-
-/// Appends to the last turn when it has the same role (consecutive tool
-/// results become one turn), else starts a new one.
-fn push(req: &mut Request, role: Role, parts: Vec<Part>) {
-    match req.messages.last_mut() {
-        Some(last) if last.role == role => last.parts.extend(parts),
-        _ => req.messages.push(Message { role, parts }),
-    }
 }
 
 fn read_content(c: &Value, at: &str) -> j::Result<Vec<Part>> {
@@ -151,7 +142,9 @@ fn read_tool(t: &Value, at: &str) -> j::Result<Tool> {
     })
 }
 
-fn read_tool_choice(c: &Value) -> j::Result<ToolChoice> {
+/// `auto` / `none` / `required` (both OpenAI APIs), else a named function:
+/// `{"function":{"name"}}` in Chat Completions, `{"name"}` in Responses.
+pub fn read_tool_choice(c: &Value) -> j::Result<ToolChoice> {
     match c {
         Value::String(s) => match s.as_str() {
             "auto" => Ok(ToolChoice::Auto),
@@ -159,11 +152,21 @@ fn read_tool_choice(c: &Value) -> j::Result<ToolChoice> {
             "required" => Ok(ToolChoice::Required),
             _ => Err(invalid("tool_choice", "must be auto, none, required or a function")),
         },
-        Value::Object(o) => {
-            let f = j::object(j::required(o, "function", "tool_choice")?, "tool_choice.function")?;
-            Ok(ToolChoice::Named(j::required_string(f, "name", "tool_choice.function")?))
-        }
+        Value::Object(o) => Ok(ToolChoice::Named(match j::field(o, "function") {
+            Some(f) => j::required_string(j::object(f, "tool_choice.function")?, "name", "tool_choice.function")?,
+            None => j::required_string(o, "name", "tool_choice")?,
+        })),
         _ => Err(invalid("tool_choice", "must be a string or an object")),
+    }
+}
+
+/// The OpenAI form of a tool choice; `named` shapes the named variant.
+pub fn write_tool_choice(c: &ToolChoice, named: impl Fn(&str) -> Value) -> Value {
+    match c {
+        ToolChoice::Auto => json!("auto"),
+        ToolChoice::None => json!("none"),
+        ToolChoice::Required => json!("required"),
+        ToolChoice::Named(n) => named(n),
     }
 }
 
@@ -212,15 +215,8 @@ pub fn write_request(req: &Request) -> Value {
         insert_opt(&mut o, "parallel_tool_calls", req.parallel_tool_calls);
     }
     if let Some(c) = &req.tool_choice {
-        o.insert(
-            "tool_choice".into(),
-            match c {
-                ToolChoice::Auto => json!("auto"),
-                ToolChoice::None => json!("none"),
-                ToolChoice::Required => json!("required"),
-                ToolChoice::Named(n) => json!({"type": "function", "function": {"name": n}}),
-            },
-        );
+        let choice = write_tool_choice(c, |n| json!({"type": "function", "function": {"name": n}}));
+        o.insert("tool_choice".into(), choice);
     }
     Value::Object(o)
 }

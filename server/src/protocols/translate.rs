@@ -1,32 +1,34 @@
 //! Any protocol to any other: a request is read into the internal
 //! representation and written in the upstream's protocol; the answer goes
 //! the other way, whole or event by event. Same-protocol traffic never
-//! comes here — it passes through untouched.
+//! comes here — it passes through untouched. Clients speak OpenAI chat,
+//! Anthropic or Responses; upstreams any of those or Gemini.
 
 use app::types::Protocol;
 use bytes::Bytes;
 use serde_json::Value;
+use std::borrow::Cow;
 
 use super::{
-    anthropic,
+    anthropic, gemini,
     ir::{self, Event},
     json::{Invalid, invalid},
-    openai_chat,
+    openai_chat, responses,
     sse::{SseEvent, SseReader},
 };
 
-/// Whether translation to and from this protocol exists yet.
-pub fn supported(p: Protocol) -> bool {
-    matches!(p, Protocol::OpenaiChat | Protocol::Anthropic)
+/// Whether a client of one protocol can be served by an upstream of another.
+pub fn reachable(client: Protocol, upstream: Protocol) -> bool {
+    client == upstream || client != Protocol::Gemini
 }
 
 /// Where a protocol's chat endpoint sits under a connection's base URL.
-pub fn upstream_path(p: Protocol) -> &'static str {
+pub fn upstream_path(p: Protocol, model: &str, stream: bool) -> Cow<'static, str> {
     match p {
-        Protocol::OpenaiChat => "/chat/completions",
-        Protocol::Anthropic => "/v1/messages",
-        Protocol::Responses => "/responses",
-        Protocol::Gemini => "/models",
+        Protocol::OpenaiChat => Cow::Borrowed("/chat/completions"),
+        Protocol::Anthropic => Cow::Borrowed("/v1/messages"),
+        Protocol::Responses => Cow::Borrowed("/responses"),
+        Protocol::Gemini => Cow::Owned(gemini::path(model, stream)),
     }
 }
 
@@ -35,7 +37,8 @@ pub fn read_request(p: Protocol, body: &Value) -> Result<ir::Request, Invalid> {
     match p {
         Protocol::OpenaiChat => openai_chat::read_request(body),
         Protocol::Anthropic => anthropic::read_request(body),
-        Protocol::Responses | Protocol::Gemini => Err(unsupported(p)),
+        Protocol::Responses => responses::read_request(body),
+        Protocol::Gemini => Err(invalid("body", "Gemini is spoken to upstreams only")),
     }
 }
 
@@ -44,7 +47,8 @@ pub fn write_request(p: Protocol, req: &ir::Request) -> Result<Bytes, Invalid> {
     let v = match p {
         Protocol::OpenaiChat => openai_chat::write_request(req),
         Protocol::Anthropic => anthropic::write_request(req),
-        Protocol::Responses | Protocol::Gemini => return Err(unsupported(p)),
+        Protocol::Responses => responses::write_request(req),
+        Protocol::Gemini => gemini::write_request(req),
     };
     Ok(Bytes::from(v.to_string()))
 }
@@ -60,18 +64,16 @@ pub fn response(
     let r = match upstream {
         Protocol::OpenaiChat => openai_chat::read_response(&v)?,
         Protocol::Anthropic => anthropic::read_response(&v)?,
-        Protocol::Responses | Protocol::Gemini => return Err(unsupported(upstream)),
+        Protocol::Responses => responses::read_response(&v)?,
+        Protocol::Gemini => gemini::read_response(&v)?,
     };
     let out = match client {
         Protocol::OpenaiChat => openai_chat::write_response(&r, created),
         Protocol::Anthropic => anthropic::write_response(&r),
-        Protocol::Responses | Protocol::Gemini => return Err(unsupported(client)),
+        Protocol::Responses => responses::write_response(&r, created),
+        Protocol::Gemini => return Err(invalid("client", "Gemini is spoken to upstreams only")),
     };
     Ok((Bytes::from(out.to_string()), r.usage))
-}
-
-fn unsupported(p: Protocol) -> Invalid {
-    invalid("model", format!("translation to or from the {} protocol is not available yet", p.as_str()))
 }
 
 /// The text of an upstream error body in any protocol's envelope.
@@ -85,12 +87,15 @@ pub fn error_message(body: &str) -> Option<String> {
 enum Reader {
     OpenaiChat(openai_chat::StreamReader),
     Anthropic(anthropic::StreamReader),
+    Responses(responses::StreamReader),
+    Gemini(gemini::StreamReader),
 }
 
 /// The client side of a translated stream.
 enum Writer {
     OpenaiChat(openai_chat::StreamWriter),
     Anthropic(anthropic::StreamWriter),
+    Responses(responses::StreamWriter),
 }
 
 /// Translates an upstream SSE stream into the client's protocol, chunk by
@@ -109,16 +114,19 @@ pub struct StreamTranslator {
 pub struct StreamFailed(pub String);
 
 impl StreamTranslator {
+    /// `None` for a client protocol that cannot receive streams (Gemini).
     pub fn new(upstream: Protocol, client: Protocol, created: i64) -> Option<Self> {
         let reader = match upstream {
             Protocol::OpenaiChat => Reader::OpenaiChat(openai_chat::StreamReader::default()),
             Protocol::Anthropic => Reader::Anthropic(anthropic::StreamReader::default()),
-            Protocol::Responses | Protocol::Gemini => return None,
+            Protocol::Responses => Reader::Responses(responses::StreamReader::default()),
+            Protocol::Gemini => Reader::Gemini(gemini::StreamReader::default()),
         };
         let writer = match client {
             Protocol::OpenaiChat => Writer::OpenaiChat(openai_chat::StreamWriter::new(created)),
             Protocol::Anthropic => Writer::Anthropic(anthropic::StreamWriter::default()),
-            Protocol::Responses | Protocol::Gemini => return None,
+            Protocol::Responses => Writer::Responses(responses::StreamWriter::new(created)),
+            Protocol::Gemini => return None,
         };
         Some(Self { sse: SseReader::default(), reader, writer, usage: None, done: false })
     }
@@ -148,6 +156,7 @@ impl StreamTranslator {
         out.extend_from_slice(&match &mut self.writer {
             Writer::OpenaiChat(w) => w.finish(),
             Writer::Anthropic(w) => w.finish(),
+            Writer::Responses(w) => w.finish(),
         });
         Ok(Bytes::from(out))
     }
@@ -158,6 +167,7 @@ impl StreamTranslator {
         match &mut self.writer {
             Writer::OpenaiChat(_) => openai_error_frame(message),
             Writer::Anthropic(w) => w.fail("api_error", message),
+            Writer::Responses(w) => w.fail(message),
         }
     }
 
@@ -165,9 +175,12 @@ impl StreamTranslator {
         if self.done || ev.data == "[DONE]" {
             return Ok(());
         }
+        let fault = |f: ir::StreamFault| StreamFailed(f.0);
         let events = match &mut self.reader {
             Reader::OpenaiChat(r) => r.read(ev),
-            Reader::Anthropic(r) => r.read(ev).map_err(|f| StreamFailed(f.0))?,
+            Reader::Anthropic(r) => r.read(ev).map_err(fault)?,
+            Reader::Responses(r) => r.read(ev).map_err(fault)?,
+            Reader::Gemini(r) => r.read(ev),
         };
         for e in events {
             if let Event::Usage(u) = &e {
@@ -176,6 +189,7 @@ impl StreamTranslator {
             let bytes = match &mut self.writer {
                 Writer::OpenaiChat(w) => w.write(e),
                 Writer::Anthropic(w) => w.write(e),
+                Writer::Responses(w) => w.write(e),
             };
             if let Some(b) = bytes {
                 out.extend_from_slice(&b);
@@ -191,5 +205,13 @@ pub fn openai_error_frame(message: &str) -> Bytes {
     super::sse::frame(None, &body.to_string())
 }
 
+/// The `response.failed` frame that ends a Responses stream passed through.
+pub fn responses_error_frame(message: &str) -> Bytes {
+    responses::failed_event(message)
+}
+
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod responses_gemini_tests;

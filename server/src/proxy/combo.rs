@@ -21,10 +21,10 @@ use std::sync::Arc;
 use super::{
     dispatch::{self, Call, TargetRun},
     errors::ProxyError,
-    route,
 };
 use crate::{
     auth::api_keys::KeyEntry,
+    protocols::translate,
     resilience::engine::{self, Exclusion},
     routing::{registry::Snapshot, resolve},
     state::AppState,
@@ -72,7 +72,7 @@ pub async fn run(
         };
         let (provider, model) = (target.provider, target.model.as_str());
         let candidates = dispatch::candidates(snapshot, provider, call.key, spec.connection_id.as_deref());
-        if candidates.is_empty() || !route::reachable(call.client, provider.protocol) {
+        if candidates.is_empty() || !translate::reachable(call.client, provider.protocol) {
             skipped.push(skip(provider.id, model, "unavailable", None));
             continue;
         }

@@ -185,8 +185,16 @@ pub async fn try_connections(
         let mut attempt = Attempt::start(state, call, conn);
         let upstream = provider.protocol;
         let extra = if upstream == call.client { call.passthrough_headers } else { &*NO_HEADERS };
-        let sent =
-            state.executor.post(conn, translate::upstream_path(upstream), call.body.clone(), call.stream, extra).await;
+        let sent = state
+            .executor
+            .post(
+                conn,
+                &translate::upstream_path(upstream, &call.target.model, call.stream),
+                call.body.clone(),
+                call.stream,
+                extra,
+            )
+            .await;
         let egress = sent.as_ref().ok().and_then(executor::egress_ip);
         if let Some(ip) = egress {
             attempt.record.egress_ip = Some(ip.to_string());

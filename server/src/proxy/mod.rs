@@ -29,6 +29,7 @@ pub fn router(state: &Arc<AppState>) -> Router<Arc<AppState>> {
     Router::new()
         .route("/v1/chat/completions", post(route::handle))
         .route("/v1/messages", post(route::handle))
+        .route("/v1/responses", post(route::handle))
         .route("/v1/messages/count_tokens", post(messages::count_tokens))
         .route("/v1/models", get(models::list))
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))

@@ -30,6 +30,8 @@ struct Head<'a> {
     stream: Option<&'a RawValue>,
     #[serde(borrow, default)]
     max_tokens: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    input: Option<&'a RawValue>,
 }
 
 #[derive(Debug)]
@@ -70,10 +72,19 @@ impl ClientRequest {
                 _ => return Err(ProxyError::bad_field("model", "`model` must be a non-empty string")),
             },
         };
-        match head.messages.map(|m| m.get().trim_start().strip_prefix('[').map(str::trim_start)) {
-            None => return Err(ProxyError::bad_field("messages", "`messages` is required")),
-            Some(Some(rest)) if !rest.starts_with(']') => {}
-            Some(_) => return Err(ProxyError::bad_field("messages", "`messages` must be a non-empty array")),
+        if protocol == Protocol::Responses {
+            match head.input.map(|i| i.get().trim_start()) {
+                None => return Err(ProxyError::bad_field("input", "`input` is required")),
+                Some(i) if i.starts_with('"') && i != "\"\"" => {}
+                Some(i) if i.strip_prefix('[').is_some_and(|rest| !rest.trim_start().starts_with(']')) => {}
+                Some(_) => return Err(ProxyError::bad_field("input", "`input` must be a non-empty string or array")),
+            }
+        } else {
+            match head.messages.map(|m| m.get().trim_start().strip_prefix('[').map(str::trim_start)) {
+                None => return Err(ProxyError::bad_field("messages", "`messages` is required")),
+                Some(Some(rest)) if !rest.starts_with(']') => {}
+                Some(_) => return Err(ProxyError::bad_field("messages", "`messages` must be a non-empty array")),
+            }
         }
         if protocol == Protocol::Anthropic {
             match head.max_tokens.map(|v| v.get().parse::<u64>()) {
@@ -163,6 +174,17 @@ mod tests {
             Some("max_tokens")
         );
         assert!(parse(chat, br#"{"model":"m","messages":[{}]}"#).is_ok(), "max_tokens is optional for OpenAI");
+        let responses = Protocol::Responses;
+        assert!(parse(responses, br#"{"model":"m","input":"hi"}"#).is_ok());
+        assert!(parse(responses, br#"{"model":"m","input":[{"role":"user","content":"hi"}]}"#).is_ok());
+        for bad in [
+            &br#"{"model":"m"}"#[..],
+            br#"{"model":"m","input":""}"#,
+            br#"{"model":"m","input":[]}"#,
+            br#"{"model":"m","input":5}"#,
+        ] {
+            assert_eq!(param(responses, bad).as_deref(), Some("input"), "{}", String::from_utf8_lossy(bad));
+        }
     }
 
     #[test]

@@ -34,13 +34,15 @@ pub struct Inbound<'a> {
 pub fn client_protocol(path: &str) -> (Protocol, &'static str) {
     if path.starts_with("/v1/messages") {
         (Protocol::Anthropic, "/v1/messages")
+    } else if path.starts_with("/v1/responses") {
+        (Protocol::Responses, "/v1/responses")
     } else {
         (Protocol::OpenaiChat, "/v1/chat/completions")
     }
 }
 
 /// The handler of every chat endpoint (`/v1/chat/completions`,
-/// `/v1/messages`): parses the body for the endpoint's protocol and serves
+/// `/v1/messages`, `/v1/responses`): parses the body for the endpoint's protocol and serves
 /// it; any error in the client's envelope.
 pub async fn handle(
     State(state): State<Arc<AppState>>,
@@ -82,7 +84,7 @@ pub async fn serve(state: &Arc<AppState>, req: &ClientRequest, inbound: &Inbound
         },
     })?;
     let upstream = target.provider.protocol;
-    if !reachable(req.protocol, upstream) {
+    if !translate::reachable(req.protocol, upstream) {
         return Err(ProxyError::bad_field(
             "model",
             format!(
@@ -104,9 +106,4 @@ pub async fn serve(state: &Arc<AppState>, req: &ClientRequest, inbound: &Inbound
         passthrough_headers: &req.passthrough_headers,
     };
     dispatch::run(state, &snapshot, call).await
-}
-
-/// Whether a client of one protocol can be served by an upstream of another.
-pub fn reachable(client: Protocol, upstream: Protocol) -> bool {
-    client == upstream || (translate::supported(client) && translate::supported(upstream))
 }

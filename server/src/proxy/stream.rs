@@ -70,6 +70,7 @@ impl PassThrough {
             (None, Protocol::Anthropic) => {
                 sse::frame(Some("error"), &anthropic::error_body("api_error", message).to_string())
             }
+            (None, Protocol::Responses) => translate::responses_error_frame(message),
             (None, _) => translate::openai_error_frame(message),
         }
     }

@@ -56,9 +56,9 @@ const fn p(
 }
 
 use Category::{Apikey, Local};
-use Protocol::{Anthropic, Gemini, OpenaiChat};
+use Protocol::{Anthropic, Gemini, OpenaiChat, Responses};
 
-static PROVIDERS: [Provider; 15] = [
+static PROVIDERS: [Provider; 16] = [
     p(
         "openai",
         "OpenAI",
@@ -66,6 +66,14 @@ static PROVIDERS: [Provider; 15] = [
         Apikey,
         "https://api.openai.com/v1",
         &["gpt-5", "gpt-5-mini", "gpt-4.1", "gpt-4o", "gpt-4o-mini", "o4-mini"],
+    ),
+    p(
+        "openai-responses",
+        "OpenAI (Responses API)",
+        Responses,
+        Apikey,
+        "https://api.openai.com/v1",
+        &["gpt-5", "gpt-5-codex", "gpt-5-mini", "o4-mini"],
     ),
     p(
         "anthropic",

@@ -121,10 +121,15 @@ pub fn egress_ip(resp: &reqwest::Response) -> Option<std::net::IpAddr> {
 }
 
 /// `base` + `path`, without re-parsing the host for every request.
+/// `path` may carry a query (`…:streamGenerateContent?alt=sse`).
 fn endpoint(base: &reqwest::Url, path: &str) -> reqwest::Url {
     let mut url = base.clone();
+    let (path, query) = path.split_once('?').map_or((path, None), |(p, q)| (p, Some(q)));
     let joined = format!("{}{path}", base.path().trim_end_matches('/'));
     url.set_path(&joined);
+    if query.is_some() {
+        url.set_query(query);
+    }
     url
 }
 
@@ -160,4 +165,21 @@ pub fn auth_headers(protocol: Protocol, secret: Option<&str>) -> HeaderMap {
         h.insert(name, v);
     }
     h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_join_the_base_path_and_keep_a_query() {
+        let base = reqwest::Url::parse("https://g.example/v1beta/").unwrap();
+        let url = endpoint(&base, "/models/m:streamGenerateContent?alt=sse");
+        assert_eq!(url.as_str(), "https://g.example/v1beta/models/m:streamGenerateContent?alt=sse");
+        let with_query = reqwest::Url::parse("https://a.example/openai?api-version=1").unwrap();
+        assert_eq!(
+            endpoint(&with_query, "/chat/completions").as_str(),
+            "https://a.example/openai/chat/completions?api-version=1"
+        );
+    }
 }

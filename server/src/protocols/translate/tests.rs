@@ -5,11 +5,11 @@ use super::*;
 use crate::protocols::sse;
 use serde_json::json;
 
-fn to_value(b: &Bytes) -> Value {
+pub(super) fn to_value(b: &Bytes) -> Value {
     serde_json::from_slice(b).unwrap()
 }
 
-fn translate_request(from: Protocol, body: Value, to: Protocol, model: &str) -> Value {
+pub(super) fn translate_request(from: Protocol, body: Value, to: Protocol, model: &str) -> Value {
     let mut req = read_request(from, &body).unwrap();
     req.model = model.to_owned();
     to_value(&write_request(to, &req).unwrap())
