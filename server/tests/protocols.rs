@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{Gateway, v1};
+use common::{Gateway, sse_events as events, v1};
 use fake_upstream::{FakeUpstream, Rule};
 use serde_json::{Value, json};
 
@@ -27,19 +27,6 @@ fn anthropic_body(model: &str, stream: bool) -> Value {
     json!({"model": model, "max_tokens": 512, "stream": stream,
            "system": [{"type": "text", "text": "Be brief."}],
            "messages": [{"role": "user", "content": [{"type": "text", "text": "Say hello"}]}]})
-}
-
-/// `(event, data)` of each SSE event of a response body.
-async fn events(resp: reqwest::Response) -> Vec<(Option<String>, Value)> {
-    let text = resp.text().await.unwrap();
-    text.split("\n\n")
-        .filter(|f| !f.trim().is_empty())
-        .map(|f| {
-            let event = f.lines().find_map(|l| l.strip_prefix("event: ")).map(str::to_owned);
-            let data = f.lines().find_map(|l| l.strip_prefix("data: ")).unwrap();
-            (event, serde_json::from_str(data).unwrap_or(json!(data)))
-        })
-        .collect()
 }
 
 /// The last request the fake received on `path`, as JSON, with its headers.

@@ -10,9 +10,11 @@
 
 mod responses;
 mod script;
+mod tool_call;
 
 pub use responses::{DEFAULT_CONTENT, MODELS};
 pub use script::Rule;
+pub use tool_call::{CALL_ID, ToolCall};
 
 use axum::{
     Json, Router,
@@ -190,6 +192,10 @@ async fn serve(State(s): State<Arc<Shared>>, method: Method, uri: Uri, headers: 
         (vec![Bytes::from(responses::error_body(kind, status.as_u16()).to_string())], "application/json")
     } else if matches!(kind, Kind::Models | Kind::GeminiModels) {
         (vec![Bytes::from(responses::models_body(kind).to_string())], "application/json")
+    } else if let Some(call) = rule.tool_call.as_ref().filter(|_| streaming) {
+        (tool_call::stream_frames(kind, &model, call), "text/event-stream")
+    } else if let Some(call) = &rule.tool_call {
+        (vec![Bytes::from(tool_call::json_body(kind, &model, call).to_string())], "application/json")
     } else if streaming {
         (responses::stream_frames(kind, &model, &content, body.len()), "text/event-stream")
     } else {

@@ -86,11 +86,27 @@ pub fn json_body(kind: Kind, model: &str, content: &str, prompt_bytes: usize) ->
     }
 }
 
-fn sse(event: Option<&str>, data: &Value) -> Bytes {
+pub fn sse(event: Option<&str>, data: &Value) -> Bytes {
     match event {
         Some(e) => Bytes::from(format!("event: {e}\ndata: {data}\n\n")),
         None => Bytes::from(format!("data: {data}\n\n")),
     }
+}
+
+/// `response.created` of a Responses stream.
+pub fn responses_created(model: &str) -> Bytes {
+    sse(
+        Some("response.created"),
+        &json!({"type": "response.created", "response": {"id": "resp_fake", "status": "in_progress", "model": model}}),
+    )
+}
+
+/// `response.output_item.added` for the first output item.
+pub fn item_added(item: Value) -> Bytes {
+    sse(
+        Some("response.output_item.added"),
+        &json!({"type": "response.output_item.added", "output_index": 0, "item": item}),
+    )
 }
 
 /// Splits `content` into word-sized pieces, keeping the spaces.
@@ -137,12 +153,33 @@ pub fn stream_frames(kind: Kind, model: &str, content: &str, prompt_bytes: usize
             f
         }
         Kind::Responses => {
-            let mut f = vec![sse(
-                Some("response.created"),
-                &json!({"type": "response.created", "response": {"id": "resp_fake", "status": "in_progress", "model": model}}),
-            )];
-            f.extend(parts.iter().map(|p| sse(Some("response.output_text.delta"), &json!({"type": "response.output_text.delta", "item_id": "msg_fake", "output_index": 0, "content_index": 0, "delta": p}))));
-            f.push(sse(Some("response.completed"), &json!({"type": "response.completed", "response": json_body(Kind::Responses, model, content, prompt_bytes)})));
+            let done = json_body(Kind::Responses, model, content, prompt_bytes);
+            let at = json!({"item_id": "msg_fake", "output_index": 0, "content_index": 0});
+            let with = |kind: &str, key: &str, value: Value| {
+                let mut v = at.clone();
+                v["type"] = json!(kind);
+                v[key] = value;
+                sse(Some(kind), &v)
+            };
+            let mut f = vec![
+                responses_created(model),
+                item_added(
+                    json!({"type": "message", "id": "msg_fake", "status": "in_progress", "role": "assistant", "content": []}),
+                ),
+                with(
+                    "response.content_part.added",
+                    "part",
+                    json!({"type": "output_text", "text": "", "annotations": []}),
+                ),
+            ];
+            f.extend(parts.iter().map(|p| with("response.output_text.delta", "delta", json!(p))));
+            f.push(with("response.output_text.done", "text", json!(content)));
+            f.push(with("response.content_part.done", "part", done["output"][0]["content"][0].clone()));
+            f.push(sse(
+                Some("response.output_item.done"),
+                &json!({"type": "response.output_item.done", "output_index": 0, "item": done["output"][0]}),
+            ));
+            f.push(sse(Some("response.completed"), &json!({"type": "response.completed", "response": done})));
             f
         }
         Kind::Gemini => {

@@ -36,6 +36,9 @@ pub struct Rule {
     /// Text the assistant answers with (split into stream chunks).
     #[serde(default)]
     pub content: Option<String>,
+    /// Answer with this tool call instead of text (in the request's protocol).
+    #[serde(default)]
+    pub tool_call: Option<crate::tool_call::ToolCall>,
     /// Stream: stop sending (but keep the connection open) after N chunks.
     #[serde(default)]
     pub stall_after_chunks: Option<u32>,

@@ -148,6 +148,20 @@ impl Gateway {
     }
 }
 
+/// `(event, data)` of each SSE event of a response body (`data` parsed as
+/// JSON where it is JSON, else kept as a string such as `[DONE]`).
+pub async fn sse_events(resp: reqwest::Response) -> Vec<(Option<String>, Value)> {
+    let text = resp.text().await.unwrap();
+    text.split("\n\n")
+        .filter(|f| !f.trim().is_empty())
+        .map(|f| {
+            let event = f.lines().find_map(|l| l.strip_prefix("event: ")).map(str::to_owned);
+            let data = f.lines().find_map(|l| l.strip_prefix("data: ")).unwrap();
+            (event, serde_json::from_str(data).unwrap_or(json!(data)))
+        })
+        .collect()
+}
+
 /// The fake's OpenAI base URL (`…/v1`).
 pub fn v1(fake: &FakeUpstream) -> String {
     format!("{}/v1", fake.url())
