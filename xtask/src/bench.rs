@@ -9,7 +9,9 @@
 //! 2. light load: 20 req/s for 5 s per target, requests alternating between
 //!    direct and gateway → latency p50/p99, added = gateway − direct;
 //! 3. streams: 50 stream requests per target, alternating → time to first chunk;
-//! 4. the resilience gates alone (`server/benches/gates.rs`): ns per
+//! 4. the translated path: throughput rounds as in 1, the gateway taking
+//!    Anthropic `/v1/messages` requests for an OpenAI upstream;
+//! 5. the resilience gates alone (`server/benches/gates.rs`): ns per
 //!    request with state for 100 providers × 10 connections.
 //!
 //! Also the gateway's CPU time per request (from /proc, during phase 1)
@@ -62,7 +64,13 @@ pub fn run() -> anyhow::Result<()> {
         model: "openai/fake-model",
         key: Some(key),
     };
-    let mut report = measure(&direct, &through, gateway.pid())?;
+    let translated = Target {
+        name: "gateway (anthropic in)",
+        url: format!("{gw_url}/v1/messages"),
+        model: "openai/fake-model",
+        key: through.key.clone(),
+    };
+    let mut report = measure(&direct, &through, &translated, gateway.pid())?;
     drop((gateway, fake));
     step("resilience gates micro-benchmark (100 providers × 10 connections)");
     let gates = util::output(cargo().args(["bench", "-q", "-p", "server", "--bench", "gates"]))?;
@@ -79,11 +87,28 @@ const ROUNDS: usize = 3;
 const ROUND_SECS: &str = "4";
 const ROUND_WARMUP_SECS: &str = "1";
 
-fn measure(direct: &Target, gateway: &Target, pid: u32) -> anyhow::Result<Value> {
-    let rss_idle = rss_bytes(pid);
-    step("throughput (c=32, 3 interleaved rounds)");
-    let (mut d_rps, mut g_rps, mut ratios, mut g_errors) = (Vec::new(), Vec::new(), Vec::new(), 0);
-    let (mut cpu_used, mut served, mut rss_peak) = (0u64, 0.0, 0u64);
+/// What interleaved throughput rounds measured.
+struct Rounds {
+    direct_rps: Vec<f64>,
+    gateway_rps: Vec<f64>,
+    ratios: Vec<f64>,
+    gateway_errors: u64,
+    cpu_us_per_req: f64,
+    rss_peak: u64,
+}
+
+/// `ROUNDS` rounds of (direct, gateway) at c=32, with the gateway's CPU
+/// time and peak RSS during its share.
+fn throughput_rounds(direct: &Target, gateway: &Target, pid: u32) -> anyhow::Result<Rounds> {
+    let mut r = Rounds {
+        direct_rps: Vec::new(),
+        gateway_rps: Vec::new(),
+        ratios: Vec::new(),
+        gateway_errors: 0,
+        cpu_us_per_req: 0.0,
+        rss_peak: 0,
+    };
+    let (mut cpu_used, mut served) = (0u64, 0.0);
     for _ in 0..ROUNDS {
         let d = loadgen(direct, "throughput", None)?;
         let cpu_before = cpu_ticks(pid)?;
@@ -91,14 +116,24 @@ fn measure(direct: &Target, gateway: &Target, pid: u32) -> anyhow::Result<Value>
         cpu_used += cpu_ticks(pid)? - cpu_before;
         // The warm-up requests used CPU too.
         served += g["completed"].as_f64().unwrap_or(0.0) * (1.0 + 1.0 / 4.0);
-        rss_peak = rss_peak.max(peak);
-        g_errors += g["errors"].as_u64().unwrap_or(0);
+        r.rss_peak = r.rss_peak.max(peak);
+        r.gateway_errors += g["errors"].as_u64().unwrap_or(0);
         let (dr, gr) = (d["rps"].as_f64().unwrap_or(0.0), g["rps"].as_f64().unwrap_or(0.0));
-        ratios.push(gr / dr.max(f64::MIN_POSITIVE));
-        d_rps.push(dr);
-        g_rps.push(gr);
+        r.ratios.push(gr / dr.max(f64::MIN_POSITIVE));
+        r.direct_rps.push(dr);
+        r.gateway_rps.push(gr);
     }
-    let cpu_us_per_req = cpu_used as f64 / TICKS_PER_SEC * 1e6 / served.max(1.0);
+    r.cpu_us_per_req = cpu_used as f64 / TICKS_PER_SEC * 1e6 / served.max(1.0);
+    Ok(r)
+}
+
+fn measure(direct: &Target, gateway: &Target, translated: &Target, pid: u32) -> anyhow::Result<Value> {
+    let rss_idle = rss_bytes(pid);
+    step("throughput (c=32, 3 interleaved rounds)");
+    let Rounds { direct_rps: d_rps, gateway_rps: g_rps, ratios, gateway_errors: g_errors, cpu_us_per_req, rss_peak } =
+        throughput_rounds(direct, gateway, pid)?;
+    step("translated path: Anthropic /v1/messages -> OpenAI upstream (c=32, 3 interleaved rounds)");
+    let t = throughput_rounds(direct, translated, pid)?;
 
     step("light load (20 req/s, alternating)");
     let light = loadgen(direct, "light", Some(gateway))?;
@@ -128,6 +163,15 @@ fn measure(direct: &Target, gateway: &Target, pid: u32) -> anyhow::Result<Value>
             "direct": {"p50": p(&d_first, 0.5), "p99": p(&d_first, 0.99)},
             "gateway": {"p50": p(&g_first, 0.5), "p99": p(&g_first, 0.99)},
             "addedP50": p(&g_first, 0.5) - p(&d_first, 0.5),
+        },
+        "translated": {
+            "path": "anthropic /v1/messages -> openai chat upstream",
+            "directRps": p(&t.direct_rps, 0.5),
+            "gatewayRps": p(&t.gateway_rps, 0.5),
+            "ratio": p(&t.ratios, 0.5),
+            "roundRatios": t.ratios,
+            "gatewayErrors": t.gateway_errors,
+            "cpuMicrosPerRequest": t.cpu_us_per_req,
         },
         "gateway": {
             "cpuMicrosPerRequest": cpu_us_per_req,
@@ -256,6 +300,11 @@ fn print_report(r: &Value) {
         f("/streamFirstChunkMs/direct/p50")
     );
     println!("gateway CPU          {:.1} µs/request", f("/gateway/cpuMicrosPerRequest"));
+    println!(
+        "translated path      ratio {:.3}   CPU {:.1} µs/request (Anthropic in, OpenAI upstream; target ≤ 2× pass-through)",
+        f("/translated/ratio"),
+        f("/translated/cpuMicrosPerRequest")
+    );
     println!(
         "resilience gates     {:.0} ns/request (100 providers × 10 connections; target ≤ 5000)",
         f("/gates/nsPerRequest")

@@ -5,6 +5,7 @@
 mod bench;
 mod build;
 mod e2e;
+mod e2e_clients;
 mod postgres;
 mod util;
 
@@ -28,8 +29,11 @@ fn main() -> anyhow::Result<()> {
         }
         Some("test") => test(),
         Some("e2e") => e2e::run(),
+        Some("e2e-clients") => e2e_clients::run(),
         Some("bench") => bench::run(),
-        _ => bail!("usage: cargo xtask <build [--release] | serve [--release] [-- ARGS] | test | e2e | bench>"),
+        _ => bail!(
+            "usage: cargo xtask <build [--release] | serve [--release] [-- ARGS] | test | e2e | e2e-clients | bench>"
+        ),
     }
 }
 

@@ -87,10 +87,17 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The same small chat turn, in Anthropic Messages form when the URL is a
+/// `/v1/messages` endpoint (the bench's translated path), else OpenAI chat.
 fn request(http: &reqwest::Client, t: &Target, stream: bool) -> reqwest::RequestBuilder {
-    let body = json!({"model": t.model, "stream": stream, "messages": [
-        {"role": "system", "content": "You are terse."},
-        {"role": "user", "content": "Say hello in five words."}]});
+    let body = if t.url.ends_with("/v1/messages") {
+        json!({"model": t.model, "stream": stream, "max_tokens": 64, "system": "You are terse.",
+               "messages": [{"role": "user", "content": "Say hello in five words."}]})
+    } else {
+        json!({"model": t.model, "stream": stream, "messages": [
+            {"role": "system", "content": "You are terse."},
+            {"role": "user", "content": "Say hello in five words."}]})
+    };
     let req = http.post(&t.url).json(&body);
     match &t.key {
         Some(k) => req.bearer_auth(k),

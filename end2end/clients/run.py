@@ -1,0 +1,222 @@
+"""Real clients through the gateway (`cargo xtask e2e-clients`).
+
+Each scenario makes one client complete a request, and a tool round trip,
+through OmniRoute to a fake upstream that speaks a *different* protocol
+than the client:
+
+* Claude Code (`claude -p`, Anthropic Messages)  -> OpenAI-compatible upstream
+* Codex CLI (`codex exec`, Responses API)         -> Anthropic upstream
+* openai Python SDK (Chat Completions)            -> Anthropic upstream
+* anthropic Python SDK (Messages)                 -> OpenAI-compatible upstream
+
+The tool round trip: the fake answers the first call of the conversation
+with a tool call (scripted through its control API), the client runs the
+tool (or the test plays the tool for the SDKs) and sends the result; the
+fake must receive that result, then answers with text.
+
+Environment (set by xtask): OMNIROUTE_URL, FAKE_URL, OMNIROUTE_MANAGEMENT_KEY,
+CLIENTS_BIN (node_modules/.bin), WORK_DIR (scratch).
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+GW = os.environ["OMNIROUTE_URL"]
+FAKE = os.environ["FAKE_URL"]
+MGMT = os.environ["OMNIROUTE_MANAGEMENT_KEY"]
+BIN = os.environ["CLIENTS_BIN"]
+WORK = os.environ["WORK_DIR"]
+TEXT = "Hello from fake-upstream."
+TIMEOUT = 180
+
+
+def http(method, url, body=None, key=None):
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method, headers={"content-type": "application/json"})
+    if key:
+        req.add_header("authorization", f"Bearer {key}")
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        raw = resp.read()
+        return json.loads(raw) if raw else None
+
+
+def setup():
+    """Two connections to the fake (OpenAI-compatible and Anthropic) and a client key."""
+    http("POST", f"{GW}/api/providers", {"provider": "openai", "name": "fake-openai", "apiKey": "sk-fake-openai",
+                                          "baseUrl": f"{FAKE}/v1"}, MGMT)
+    http("POST", f"{GW}/api/providers", {"provider": "anthropic", "name": "fake-anthropic", "apiKey": "sk-fake-ant",
+                                          "baseUrl": FAKE}, MGMT)
+    return http("POST", f"{GW}/api/keys", {"name": "e2e-clients"}, MGMT)["key"]
+
+
+def script_tool_call(path, name, arguments):
+    """The next request on `path` is answered with a call of `name`."""
+    http("DELETE", f"{FAKE}/_control/rules")
+    http("POST", f"{FAKE}/_control/rules", {"path": path, "times": 1,
+                                             "toolCall": {"name": name, "arguments": arguments}})
+
+
+def requests_on(path):
+    return [r for r in http("GET", f"{FAKE}/_control/requests") if r["path"].startswith(path)]
+
+
+def reset():
+    http("DELETE", f"{FAKE}/_control/rules")
+    http("DELETE", f"{FAKE}/_control/requests")
+
+
+def tool_result_reached(path, marker):
+    """Whether a request on `path` carried the tool's output `marker`."""
+    return any(marker in r["body"] for r in requests_on(path))
+
+
+def run(cmd, env, cwd):
+    started = time.time()
+    p = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT)
+    return p, time.time() - started
+
+
+def claude_code(key):
+    home = tempfile.mkdtemp(dir=WORK)
+    env = dict(os.environ, HOME=home, ANTHROPIC_BASE_URL=GW, ANTHROPIC_API_KEY=key,
+               CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_AUTOUPDATER="1",
+               ANTHROPIC_SMALL_FAST_MODEL="openai/fake-model-mini", CI="1")
+    claude = os.path.join(BIN, "claude")
+    base = [claude, "-p", "--output-format", "json", "--model", "openai/fake-model"]
+    results = []
+    reset()
+    p, secs = run(base + ["Say hello"], env, home)
+    ok = p.returncode == 0 and TEXT in p.stdout
+    results.append(("Claude Code -> OpenAI upstream: prompt", ok, secs, p.stdout[-400:] + p.stderr[-400:]))
+    reset()
+    # The marker only exists in the tool's output, not in its arguments.
+    script_tool_call("/v1/chat/completions", "Bash", {"command": "echo tool-$((40+2))", "description": "print a marker"})
+    p, secs = run(base + ["Run the echo command", "--allowedTools", "Bash(echo:*)"], env, home)
+    ok = p.returncode == 0 and TEXT in p.stdout and tool_result_reached("/v1/chat/completions", "tool-42")
+    results.append(("Claude Code -> OpenAI upstream: Bash tool round trip", ok, secs, p.stdout[-400:] + p.stderr[-400:]))
+    return results
+
+
+def codex(key):
+    home = tempfile.mkdtemp(dir=WORK)
+    with open(os.path.join(home, "config.toml"), "w") as f:
+        f.write(f'''model = "anthropic/fake-model"
+model_provider = "omniroute"
+check_for_update_on_startup = false
+
+[model_providers.omniroute]
+name = "OmniRoute"
+base_url = "{GW}/v1"
+env_key = "OMNIROUTE_TEST_KEY"
+wire_api = "responses"
+''')
+    env = dict(os.environ, CODEX_HOME=home, OMNIROUTE_TEST_KEY=key, HOME=home)
+    codex = os.path.join(BIN, "codex")
+    base = [codex, "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"]
+    results = []
+    reset()
+    p, secs = run(base + ["Say hello"], env, home)
+    ok = p.returncode == 0 and TEXT in p.stdout + p.stderr
+    results.append(("Codex -> Anthropic upstream: prompt", ok, secs, p.stdout[-400:] + p.stderr[-400:]))
+    # Codex names and shapes its shell tool differently across versions:
+    # take it from the tools the prompt above sent (as the upstream saw them).
+    name, arguments = shell_call(requests_on("/v1/messages"), "echo tool-$((40+2))")
+    reset()
+    script_tool_call("/v1/messages", name, arguments)
+    p, secs = run(base + ["Run echo"], env, home)
+    ok = p.returncode == 0 and tool_result_reached("/v1/messages", "tool-42")
+    results.append((f"Codex -> Anthropic upstream: {name} tool round trip", ok, secs, p.stdout[-400:] + p.stderr[-400:]))
+    return results
+
+
+def shell_call(recorded, command):
+    """A call of the shell-like tool offered in `recorded` (Anthropic
+    requests), with `command` shaped as its schema wants."""
+    tools = json.loads(recorded[-1]["body"]).get("tools", [])
+    names = [t["name"] for t in tools]
+    for t in tools:
+        props = t.get("input_schema", {}).get("properties", {})
+        for field in ("command", "cmd"):
+            if t["name"] in ("shell", "exec_command", "local_shell", "shell_command") and field in props:
+                if props[field].get("type") == "array":
+                    return t["name"], {field: ["bash", "-lc", command]}
+                return t["name"], {field: command}
+    raise RuntimeError(f"no shell tool among {names}")
+
+
+def openai_sdk(key):
+    import openai
+    client = openai.OpenAI(base_url=f"{GW}/v1", api_key=key)
+    tools = [{"type": "function", "function": {"name": "get_weather", "description": "Weather now",
+              "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]
+    msgs = [{"role": "user", "content": "Weather in Paris?"}]
+    results = []
+    reset()
+    r = client.chat.completions.create(model="anthropic/fake-model", messages=msgs)
+    results.append(("openai SDK -> Anthropic upstream: chat", r.choices[0].message.content == TEXT, 0, str(r)[:300]))
+    streamed = "".join(c.choices[0].delta.content or "" for c in
+                       client.chat.completions.create(model="anthropic/fake-model", messages=msgs, stream=True)
+                       if c.choices)
+    results.append(("openai SDK -> Anthropic upstream: stream", streamed == TEXT, 0, streamed))
+    script_tool_call("/v1/messages", "get_weather", {"city": "Paris"})
+    r = client.chat.completions.create(model="anthropic/fake-model", messages=msgs, tools=tools)
+    call = r.choices[0].message.tool_calls[0]
+    msgs += [r.choices[0].message.model_dump(exclude_none=True),
+             {"role": "tool", "tool_call_id": call.id, "content": "tool-ran-ok"}]
+    r2 = client.chat.completions.create(model="anthropic/fake-model", messages=msgs, tools=tools)
+    ok = (call.function.name == "get_weather" and json.loads(call.function.arguments) == {"city": "Paris"}
+          and r2.choices[0].message.content == TEXT and tool_result_reached("/v1/messages", "tool-ran-ok"))
+    results.append(("openai SDK -> Anthropic upstream: tool round trip", ok, 0, str(r2)[:300]))
+    return results
+
+
+def anthropic_sdk(key):
+    import anthropic
+    client = anthropic.Anthropic(base_url=GW, api_key=key)
+    tools = [{"name": "get_weather", "description": "Weather now",
+              "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}]
+    msgs = [{"role": "user", "content": "Weather in Paris?"}]
+    results = []
+    reset()
+    r = client.messages.create(model="openai/fake-model", max_tokens=256, messages=msgs)
+    results.append(("anthropic SDK -> OpenAI upstream: message", r.content[0].text == TEXT, 0, str(r)[:300]))
+    with client.messages.stream(model="openai/fake-model", max_tokens=256, messages=msgs) as s:
+        streamed = "".join(s.text_stream)
+    results.append(("anthropic SDK -> OpenAI upstream: stream", streamed == TEXT, 0, streamed))
+    script_tool_call("/v1/chat/completions", "get_weather", {"city": "Paris"})
+    r = client.messages.create(model="openai/fake-model", max_tokens=256, messages=msgs, tools=tools)
+    use = next(b for b in r.content if b.type == "tool_use")
+    msgs += [{"role": "assistant", "content": [b.model_dump() for b in r.content]},
+             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "tool-ran-ok"}]}]
+    r2 = client.messages.create(model="openai/fake-model", max_tokens=256, messages=msgs, tools=tools)
+    ok = (r.stop_reason == "tool_use" and use.input == {"city": "Paris"} and r2.content[0].text == TEXT
+          and tool_result_reached("/v1/chat/completions", "tool-ran-ok"))
+    results.append(("anthropic SDK -> OpenAI upstream: tool round trip", ok, 0, str(r2)[:300]))
+    return results
+
+
+def main():
+    key = setup()
+    results = []
+    for scenario in (anthropic_sdk, openai_sdk, claude_code, codex):
+        try:
+            results += scenario(key)
+        except Exception as e:  # a client that crashes is a failed scenario, not a crashed run
+            results.append((f"{scenario.__name__}: crashed", False, 0, repr(e)[:600]))
+    print("\n== real clients through OmniRoute ==")
+    for name, ok, secs, detail in results:
+        print(f"{'PASS' if ok else 'FAIL'}  {name}" + (f"  ({secs:.1f} s)" if secs else ""))
+        if not ok:
+            print("      " + detail.replace("\n", "\n      "))
+    failed = [r for r in results if not r[1]]
+    print(f"{len(results) - len(failed)} passed, {len(failed)} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
