@@ -392,3 +392,18 @@ async fn an_openai_client_is_served_by_a_gemini_upstream() {
     assert_eq!(req.query.as_deref(), Some("alt=sse"));
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn an_oversized_body_is_refused_in_the_clients_envelope_before_any_upstream_call() {
+    let fake = FakeUpstream::start().await.unwrap();
+    let gw = Gateway::start_configured(tempfile::tempdir().unwrap(), |c| c.max_body_bytes = 2048).await;
+    gw.add_connection("openai", "o", "sk-o", &v1(&fake), 0).await;
+    let mut big = anthropic_body("openai/gpt-4o-mini", false);
+    big["messages"][0]["content"][0]["text"] = json!("x".repeat(4096));
+    let resp = messages(&gw, big).await;
+    assert_eq!(resp.status(), 413);
+    let e: Value = resp.json().await.unwrap();
+    assert_eq!((e["type"].as_str(), e["error"]["type"].as_str()), (Some("error"), Some("request_too_large")));
+    assert_eq!(fake.requests().len(), 0, "nothing reached the upstream");
+    gw.stop().await;
+}

@@ -12,6 +12,7 @@ pub mod messages;
 pub mod models;
 pub mod request;
 pub mod route;
+pub mod session;
 pub mod stream;
 pub mod usage;
 

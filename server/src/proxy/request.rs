@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::{ops::Range, sync::OnceLock};
 
-use super::errors::ProxyError;
+use super::{errors::ProxyError, session::session_key};
 use crate::protocols::{ir, json::Invalid, translate};
 
 /// Client headers an upstream of the client's own protocol receives.
@@ -45,6 +45,9 @@ pub struct ClientRequest {
     ir: OnceLock<Result<ir::Request, Invalid>>,
     /// Headers for an upstream of the same protocol (`anthropic-beta`, …).
     pub passthrough_headers: HeaderMap,
+    /// The client session, from its session headers (for session affinity,
+    /// §R2.2); never forwarded, never logged.
+    pub session: Option<String>,
 }
 
 fn invalid_json(detail: impl std::fmt::Display) -> ProxyError {
@@ -104,7 +107,8 @@ impl ClientRequest {
                 passthrough_headers.append(name, v.clone());
             }
         }
-        Ok(Self { protocol, model, stream, body, model_span, ir: OnceLock::new(), passthrough_headers })
+        let session = session_key(headers);
+        Ok(Self { protocol, model, stream, body, model_span, ir: OnceLock::new(), passthrough_headers, session })
     }
 
     /// The body for a target of protocol `target` serving `model`.
