@@ -3,7 +3,7 @@
 //! the upstream (fake-upstream, in its own protocol) calls it, the client
 //! sees the call in its protocol, answers with the result, and the
 //! upstream receives that result in its protocol; then the final text
-//! comes back. 3 client protocols × 4 upstream protocols × 2 modes.
+//! comes back. 4 client protocols × 4 upstream protocols × 2 modes.
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
 
 mod common;
@@ -17,6 +17,7 @@ enum Client {
     Chat,
     Messages,
     Responses,
+    Gemini,
 }
 
 /// An upstream: its provider, model address, and the fake's path for it.
@@ -48,6 +49,9 @@ fn first_request(client: Client, model: &str, stream: bool) -> Value {
             "tools": [{"name": "get_weather", "description": "Weather now", "input_schema": schema}]}),
         Client::Responses => json!({"model": model, "stream": stream, "input": [{"role": "user", "content": ask}],
             "tools": [{"type": "function", "name": "get_weather", "description": "Weather now", "parameters": schema}]}),
+        // The model and streaming are in the URL (see `send`).
+        Client::Gemini => json!({"contents": [{"role": "user", "parts": [{"text": ask}]}],
+            "tools": [{"functionDeclarations": [{"name": "get_weather", "description": "Weather now", "parameters": schema}]}]}),
     }
 }
 
@@ -77,16 +81,25 @@ fn second_request(client: Client, model: &str, stream: bool, id: &str) -> Value 
                 json!({"type": "function_call_output", "call_id": id, "output": "18C"}),
             ],
         ),
+        Client::Gemini => (
+            "contents",
+            vec![
+                json!({"role": "model", "parts": [{"functionCall": {"id": id, "name": "get_weather", "args": args()}}]}),
+                json!({"role": "user", "parts": [{"functionResponse": {"id": id, "name": "get_weather", "response": {"output": "18C"}}}]}),
+            ],
+        ),
     };
     body[key].as_array_mut().unwrap().extend(turns);
     body
 }
 
-async fn send(gw: &Gateway, client: Client, body: &Value) -> reqwest::Response {
-    let path = match client {
-        Client::Chat => "/v1/chat/completions",
-        Client::Messages => "/v1/messages",
-        Client::Responses => "/v1/responses",
+async fn send(gw: &Gateway, client: Client, model: &str, stream: bool, body: &Value) -> reqwest::Response {
+    let path = match (client, stream) {
+        (Client::Chat, _) => "/v1/chat/completions".to_owned(),
+        (Client::Messages, _) => "/v1/messages".to_owned(),
+        (Client::Responses, _) => "/v1/responses".to_owned(),
+        (Client::Gemini, false) => format!("/v1beta/models/{model}:generateContent"),
+        (Client::Gemini, true) => format!("/v1beta/models/{model}:streamGenerateContent?alt=sse"),
     };
     let resp = gw.http.post(format!("{}{path}", gw.url)).json(body).send().await.unwrap();
     assert_eq!(resp.status(), 200, "{client:?} {body}");
@@ -117,6 +130,7 @@ async fn tool_call(client: Client, stream: bool, resp: reqwest::Response) -> (St
                 let c = b["output"].as_array().unwrap().iter().find(|c| c["type"] == "function_call").unwrap().clone();
                 (s(&c["call_id"]), s(&c["name"]), serde_json::from_str(c["arguments"].as_str().unwrap()).unwrap())
             }
+            Client::Gemini => gemini_call(&b),
         };
     }
     let evs = events(resp).await;
@@ -156,7 +170,24 @@ async fn tool_call(client: Client, stream: bool, resp: reqwest::Response) -> (St
             assert_eq!(evs.last().unwrap().0.as_deref(), Some("response.completed"));
             (s(&item["call_id"]), s(&item["name"]), serde_json::from_str(&deltas).unwrap())
         }
+        Client::Gemini => {
+            let chunk =
+                evs.iter().find(|(_, d)| d["candidates"][0]["content"]["parts"][0].get("functionCall").is_some());
+            gemini_call(&chunk.unwrap_or_else(|| panic!("no functionCall chunk: {evs:?}")).1)
+        }
     }
+}
+
+/// The (id, name, args) of the first functionCall part of a Gemini answer.
+fn gemini_call(b: &Value) -> (String, String, Value) {
+    let part = b["candidates"][0]["content"]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|p| p.get("functionCall"))
+        .unwrap()
+        .clone();
+    (part["id"].as_str().unwrap().to_owned(), part["name"].as_str().unwrap().to_owned(), part["args"].clone())
 }
 
 /// The final text the client received.
@@ -167,6 +198,7 @@ async fn text(client: Client, stream: bool, resp: reqwest::Response) -> String {
             Client::Chat => b["choices"][0]["message"]["content"].as_str().unwrap().to_owned(),
             Client::Messages => b["content"].as_array().unwrap().iter().filter_map(|c| c["text"].as_str()).collect(),
             Client::Responses => b["output"][0]["content"][0]["text"].as_str().unwrap().to_owned(),
+            Client::Gemini => gemini_text(&b),
         };
     }
     let evs = events(resp).await;
@@ -178,7 +210,12 @@ async fn text(client: Client, stream: bool, resp: reqwest::Response) -> String {
             .filter(|(e, _)| e.as_deref() == Some("response.output_text.delta"))
             .filter_map(|(_, d)| d["delta"].as_str())
             .collect(),
+        Client::Gemini => evs.iter().map(|(_, d)| gemini_text(d)).collect(),
     }
+}
+
+fn gemini_text(b: &Value) -> String {
+    b["candidates"][0]["content"]["parts"].as_array().into_iter().flatten().filter_map(|p| p["text"].as_str()).collect()
 }
 
 /// The tool result as the upstream received it, in its protocol.
@@ -218,6 +255,9 @@ fn expected_result(client: Client, provider: &str, id: &str) -> Value {
             json!({"type": "tool_result", "tool_use_id": id, "content": [{"type": "text", "text": "18C"}], "is_error": false})
         }
         "openai-responses" => json!({"type": "function_call_output", "call_id": id, "output": "18C"}),
+        "gemini" if matches!(client, Client::Gemini) => {
+            json!({"functionResponse": {"id": id, "name": "get_weather", "response": {"output": "18C"}}})
+        }
         _ => json!({"functionResponse": {"id": id, "name": "get_weather", "response": {"output": "18C"}}}),
     }
 }
@@ -235,7 +275,7 @@ async fn every_client_protocol_round_trips_a_tool_call_through_every_upstream_pr
         gw.add_connection(up.provider, up.provider, &format!("key-{}", up.provider), &base, 0).await;
     }
     let mut pairs = 0;
-    for client in [Client::Chat, Client::Messages, Client::Responses] {
+    for client in [Client::Chat, Client::Messages, Client::Responses, Client::Gemini] {
         for up in &UPSTREAMS {
             for stream in [false, true] {
                 let case = format!("{client:?} → {} ({})", up.provider, if stream { "stream" } else { "json" });
@@ -245,17 +285,17 @@ async fn every_client_protocol_round_trips_a_tool_call_through_every_upstream_pr
                     tool_call: Some(ToolCall { name: "get_weather".into(), arguments: args() }),
                     ..Default::default()
                 });
-                let resp = send(&gw, client, &first_request(client, up.model, stream)).await;
+                let resp = send(&gw, client, up.model, stream, &first_request(client, up.model, stream)).await;
                 let (id, name, arguments) = tool_call(client, stream, resp).await;
                 assert_eq!((id.as_str(), name.as_str(), &arguments), (CALL_ID, "get_weather", &args()), "{case}");
 
-                let resp = send(&gw, client, &second_request(client, up.model, stream, &id)).await;
+                let resp = send(&gw, client, up.model, stream, &second_request(client, up.model, stream, &id)).await;
                 assert_eq!(text(client, stream, resp).await, DEFAULT_CONTENT, "{case}");
                 assert_eq!(result_upstream_saw(&fake, up), expected_result(client, up.provider, &id), "{case}");
                 pairs += 1;
             }
         }
     }
-    assert_eq!(pairs, 24);
+    assert_eq!(pairs, 32);
     gw.stop().await;
 }

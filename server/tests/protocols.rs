@@ -407,3 +407,34 @@ async fn an_oversized_body_is_refused_in_the_clients_envelope_before_any_upstrea
     assert_eq!(fake.requests().len(), 0, "nothing reached the upstream");
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn gemini_clients_use_their_key_header_and_get_gemini_errors() {
+    let (fake, gw) = Gateway::with_fake().await;
+    gw.add_connection("openai", "o", "sk-o", &v1(&fake), 0).await;
+    let key = gw.create_key(json!({"name": "gemini-cli"})).await["key"].as_str().unwrap().to_owned();
+    let body = json!({"contents": [{"role": "user", "parts": [{"text": "Say hello"}]}]});
+    let post = |path: &str, key: Option<&str>| {
+        let mut req = gw.http.post(format!("{}{path}", gw.url)).json(&body);
+        if let Some(k) = key {
+            req = req.header("x-goog-api-key", k);
+        }
+        req.send()
+    };
+    let ok: Value =
+        post("/v1beta/models/openai/gpt-4o-mini:generateContent", Some(&key)).await.unwrap().json().await.unwrap();
+    assert_eq!(ok["candidates"][0]["content"]["parts"][0]["text"], "Hello from fake-upstream.");
+
+    let resp = post("/v1beta/models/nope/missing:generateContent", Some(&key)).await.unwrap();
+    assert_eq!(resp.status(), 404);
+    let e: Value = resp.json().await.unwrap();
+    assert_eq!((e["error"]["code"].as_u64(), e["error"]["status"].as_str()), (Some(404), Some("NOT_FOUND")));
+    assert_eq!(e["error"]["reason"], "model_not_found");
+
+    let resp = post("/v1beta/models/openai/gpt-4o-mini:generateContent", None).await.unwrap();
+    assert_eq!(resp.status(), 401);
+    assert_eq!(resp.json::<Value>().await.unwrap()["error"]["status"], "UNAUTHENTICATED");
+    let resp = post("/v1beta/models/openai/gpt-4o-mini:countTokens", Some(&key)).await.unwrap();
+    assert_eq!(resp.status(), 404, "an unknown method");
+    gw.stop().await;
+}

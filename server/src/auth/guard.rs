@@ -19,13 +19,15 @@ use crate::{
     state::AppState,
 };
 
-/// The bearer token or `x-api-key` of a request.
+/// The bearer token, `x-api-key` or (Gemini clients) `x-goog-api-key` of
+/// a request.
 pub fn presented_key(headers: &HeaderMap) -> Option<&str> {
     headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
         .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()))
+        .or_else(|| headers.get("x-goog-api-key").and_then(|v| v.to_str().ok()))
         .map(str::trim)
 }
 

@@ -5,6 +5,7 @@
 
 pub mod anthropic;
 pub mod gemini;
+pub mod gemini_inbound;
 pub mod ir;
 pub mod json;
 pub mod openai_chat;

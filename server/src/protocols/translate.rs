@@ -1,8 +1,8 @@
 //! Any protocol to any other: a request is read into the internal
 //! representation and written in the upstream's protocol; the answer goes
 //! the other way, whole or event by event. Same-protocol traffic never
-//! comes here — it passes through untouched. Clients speak OpenAI chat,
-//! Anthropic or Responses; upstreams any of those or Gemini.
+//! comes here — it passes through untouched. Every protocol can be on
+//! either side.
 
 use app::types::Protocol;
 use bytes::Bytes;
@@ -10,17 +10,12 @@ use serde_json::Value;
 use std::borrow::Cow;
 
 use super::{
-    anthropic, gemini,
+    anthropic, gemini, gemini_inbound,
     ir::{self, Event},
     json::{Invalid, invalid},
     openai_chat, responses,
     sse::{SseEvent, SseReader},
 };
-
-/// Whether a client of one protocol can be served by an upstream of another.
-pub fn reachable(client: Protocol, upstream: Protocol) -> bool {
-    client == upstream || client != Protocol::Gemini
-}
 
 /// Where a protocol's chat endpoint sits under a connection's base URL.
 pub fn upstream_path(p: Protocol, model: &str, stream: bool) -> Cow<'static, str> {
@@ -38,7 +33,8 @@ pub fn read_request(p: Protocol, body: &Value) -> Result<ir::Request, Invalid> {
         Protocol::OpenaiChat => openai_chat::read_request(body),
         Protocol::Anthropic => anthropic::read_request(body),
         Protocol::Responses => responses::read_request(body),
-        Protocol::Gemini => Err(invalid("body", "Gemini is spoken to upstreams only")),
+        // The model and streaming come from the URL; the caller sets them.
+        Protocol::Gemini => gemini_inbound::read_request(body, "", false),
     }
 }
 
@@ -71,7 +67,7 @@ pub fn response(
         Protocol::OpenaiChat => openai_chat::write_response(&r, created),
         Protocol::Anthropic => anthropic::write_response(&r),
         Protocol::Responses => responses::write_response(&r, created),
-        Protocol::Gemini => return Err(invalid("client", "Gemini is spoken to upstreams only")),
+        Protocol::Gemini => gemini_inbound::write_response(&r),
     };
     Ok((Bytes::from(out.to_string()), r.usage))
 }
@@ -96,6 +92,7 @@ enum Writer {
     OpenaiChat(openai_chat::StreamWriter),
     Anthropic(anthropic::StreamWriter),
     Responses(responses::StreamWriter),
+    Gemini(gemini_inbound::StreamWriter),
 }
 
 /// Translates an upstream SSE stream into the client's protocol, chunk by
@@ -114,8 +111,7 @@ pub struct StreamTranslator {
 pub struct StreamFailed(pub String);
 
 impl StreamTranslator {
-    /// `None` for a client protocol that cannot receive streams (Gemini).
-    pub fn new(upstream: Protocol, client: Protocol, created: i64) -> Option<Self> {
+    pub fn new(upstream: Protocol, client: Protocol, created: i64) -> Self {
         let reader = match upstream {
             Protocol::OpenaiChat => Reader::OpenaiChat(openai_chat::StreamReader::default()),
             Protocol::Anthropic => Reader::Anthropic(anthropic::StreamReader::default()),
@@ -126,9 +122,9 @@ impl StreamTranslator {
             Protocol::OpenaiChat => Writer::OpenaiChat(openai_chat::StreamWriter::new(created)),
             Protocol::Anthropic => Writer::Anthropic(anthropic::StreamWriter::default()),
             Protocol::Responses => Writer::Responses(responses::StreamWriter::new(created)),
-            Protocol::Gemini => return None,
+            Protocol::Gemini => Writer::Gemini(gemini_inbound::StreamWriter::default()),
         };
-        Some(Self { sse: SseReader::default(), reader, writer, usage: None, done: false })
+        Self { sse: SseReader::default(), reader, writer, usage: None, done: false }
     }
 
     /// The usage reported so far.
@@ -157,6 +153,7 @@ impl StreamTranslator {
             Writer::OpenaiChat(w) => w.finish(),
             Writer::Anthropic(w) => w.finish(),
             Writer::Responses(w) => w.finish(),
+            Writer::Gemini(w) => w.finish(),
         });
         Ok(Bytes::from(out))
     }
@@ -168,6 +165,7 @@ impl StreamTranslator {
             Writer::OpenaiChat(_) => openai_error_frame(message),
             Writer::Anthropic(w) => w.fail("api_error", message),
             Writer::Responses(w) => w.fail(message),
+            Writer::Gemini(w) => w.fail(message),
         }
     }
 
@@ -190,6 +188,7 @@ impl StreamTranslator {
                 Writer::OpenaiChat(w) => w.write(e),
                 Writer::Anthropic(w) => w.write(e),
                 Writer::Responses(w) => w.write(e),
+                Writer::Gemini(w) => w.write(e),
             };
             if let Some(b) = bytes {
                 out.extend_from_slice(&b);

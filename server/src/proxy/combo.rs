@@ -24,7 +24,6 @@ use super::{
 };
 use crate::{
     auth::api_keys::KeyEntry,
-    protocols::translate,
     resilience::engine::{self, Exclusion},
     routing::{registry::Snapshot, resolve},
     state::AppState,
@@ -72,7 +71,7 @@ pub async fn run(
         };
         let (provider, model) = (target.provider, target.model.as_str());
         let candidates = dispatch::candidates(snapshot, provider, call.key, spec.connection_id.as_deref());
-        if candidates.is_empty() || !translate::reachable(call.client, provider.protocol) {
+        if candidates.is_empty() {
             skipped.push(skip(provider.id, model, "unavailable", None));
             continue;
         }

@@ -467,8 +467,7 @@ impl<'a> Attempt<'a> {
                 .and_then(|v| HeaderValue::from_bytes(v.as_bytes()).ok())
                 .filter(|_| !self.translating());
             let conn_id = self.conn.id.clone();
-            let translator =
-                StreamTranslator::new(upstream, self.client, now_ms() / 1000).filter(|_| self.translating());
+            let translator = self.translating().then(|| StreamTranslator::new(upstream, self.client, now_ms() / 1000));
             let body = PassThrough::new(
                 resp.bytes_stream().boxed(),
                 self.started,

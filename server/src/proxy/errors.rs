@@ -13,6 +13,7 @@ use serde_json::json;
 use app::types::Protocol;
 
 use super::context::SELECTED_CONNECTION;
+use crate::protocols::gemini_inbound;
 
 #[derive(Debug, Clone)]
 pub struct ProxyError {
@@ -132,6 +133,17 @@ impl ProxyError {
         }
         let body = match client {
             Protocol::Anthropic => json!({"type": "error", "error": error}),
+            Protocol::Gemini => {
+                let mut g = gemini_inbound::error_body(self.status.as_u16(), &self.message);
+                // Gemini's `code` is the HTTP status; ours goes in `reason`.
+                for (k, v) in error.as_object().into_iter().flatten() {
+                    let key = if k == "code" { "reason" } else { k.as_str() };
+                    if !matches!(key, "message" | "type") {
+                        g["error"][key] = v.clone();
+                    }
+                }
+                g
+            }
             _ => json!({"error": error}),
         };
         let mut resp = (self.status, Json(body)).into_response();

@@ -31,6 +31,7 @@ pub fn router(state: &Arc<AppState>) -> Router<Arc<AppState>> {
         .route("/v1/chat/completions", post(route::handle))
         .route("/v1/messages", post(route::handle))
         .route("/v1/responses", post(route::handle))
+        .route("/v1beta/models/{*target}", post(route::handle))
         .route("/v1/messages/count_tokens", post(messages::count_tokens))
         .route("/v1/models", get(models::list))
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))

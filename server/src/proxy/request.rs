@@ -40,7 +40,8 @@ pub struct ClientRequest {
     pub model: String,
     pub stream: bool,
     body: Bytes,
-    model_span: Range<usize>,
+    /// Where `model` sits in the body (`None`: Gemini puts it in the URL).
+    model_span: Option<Range<usize>>,
     /// The request read into the internal representation, on first need.
     ir: OnceLock<Result<ir::Request, Invalid>>,
     /// Headers for an upstream of the same protocol (`anthropic-beta`, …).
@@ -101,6 +102,36 @@ impl ClientRequest {
             Some("true") => true,
             Some(_) => return Err(ProxyError::bad_field("stream", "`stream` must be a boolean")),
         };
+        Ok(Self::new(protocol, model, stream, body, Some(model_span), headers))
+    }
+
+    /// A Gemini request: the model and streaming come from the URL, the
+    /// body needs a non-empty `contents` list.
+    pub fn parse_gemini(body: Bytes, model: &str, stream: bool, headers: &HeaderMap) -> Result<Self, ProxyError> {
+        #[derive(Deserialize)]
+        struct GeminiHead<'a> {
+            #[serde(borrow, default)]
+            contents: Option<&'a RawValue>,
+        }
+        if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+            return Err(invalid_json("expected `{`"));
+        }
+        let head: GeminiHead<'_> = serde_json::from_slice(&body).map_err(invalid_json)?;
+        match head.contents.map(|c| c.get().trim_start().strip_prefix('[').map(str::trim_start)) {
+            Some(Some(rest)) if !rest.starts_with(']') => {}
+            _ => return Err(ProxyError::bad_field("contents", "`contents` must be a non-empty array")),
+        }
+        Ok(Self::new(Protocol::Gemini, model.to_owned(), stream, body, None, headers))
+    }
+
+    fn new(
+        protocol: Protocol,
+        model: String,
+        stream: bool,
+        body: Bytes,
+        model_span: Option<Range<usize>>,
+        headers: &HeaderMap,
+    ) -> Self {
         let mut passthrough_headers = HeaderMap::new();
         for name in PASSTHROUGH_HEADERS {
             for v in headers.get_all(name) {
@@ -108,7 +139,7 @@ impl ClientRequest {
             }
         }
         let session = session_key(headers);
-        Ok(Self { protocol, model, stream, body, model_span, ir: OnceLock::new(), passthrough_headers, session })
+        Self { protocol, model, stream, body, model_span, ir: OnceLock::new(), passthrough_headers, session }
     }
 
     /// The body for a target of protocol `target` serving `model`.
@@ -131,13 +162,15 @@ impl ClientRequest {
         translate::write_request(target, &req).map_err(|e| ProxyError::bad_field(e.field.clone(), e.to_string()))
     }
 
-    /// The client's body with `model` replaced.
+    /// The client's body with `model` replaced (as is when the model is
+    /// not in the body).
     fn spliced(&self, model: &str) -> Bytes {
+        let Some(span) = &self.model_span else { return self.body.clone() };
         let model_json = serde_json::Value::from(model).to_string();
         let mut out = Vec::with_capacity(self.body.len() + model_json.len());
-        out.extend_from_slice(&self.body[..self.model_span.start]);
+        out.extend_from_slice(&self.body[..span.start]);
         out.extend_from_slice(model_json.as_bytes());
-        out.extend_from_slice(&self.body[self.model_span.end..]);
+        out.extend_from_slice(&self.body[span.end..]);
         Bytes::from(out)
     }
 }

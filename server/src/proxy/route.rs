@@ -16,7 +16,6 @@ use std::sync::Arc;
 use super::{combo, context::RequestId, dispatch, errors::ProxyError, request::ClientRequest};
 use crate::{
     auth::api_keys::KeyEntry,
-    protocols::translate,
     routing::resolve::{ResolveError, resolve},
     state::AppState,
 };
@@ -32,7 +31,9 @@ pub struct Inbound<'a> {
 /// The protocol and endpoint name of a `/v1` path (also for answers given
 /// before a handler runs, such as a refused key).
 pub fn client_protocol(path: &str) -> (Protocol, &'static str) {
-    if path.starts_with("/v1/messages") {
+    if path.starts_with("/v1beta/models/") {
+        (Protocol::Gemini, "/v1beta/models")
+    } else if path.starts_with("/v1/messages") {
         (Protocol::Anthropic, "/v1/messages")
     } else if path.starts_with("/v1/responses") {
         (Protocol::Responses, "/v1/responses")
@@ -57,10 +58,33 @@ pub async fn handle(
     let served = async {
         let body =
             body.map_err(|e| ProxyError::new(e.status(), "invalid_request_error", "invalid_body", e.body_text()))?;
-        let req = ClientRequest::parse(protocol, body, &headers)?;
+        let req = match protocol {
+            Protocol::Gemini => {
+                let (model, stream) = gemini_target(uri.path())?;
+                ClientRequest::parse_gemini(body, model, stream, &headers)?
+            }
+            _ => ClientRequest::parse(protocol, body, &headers)?,
+        };
         serve(&state, &req, &inbound).await
     };
     served.await.unwrap_or_else(|e| e.into_response_as(protocol))
+}
+
+/// The model and streaming mode a Gemini path names:
+/// `/v1beta/models/{provider/model}:generateContent` or
+/// `…:streamGenerateContent`.
+fn gemini_target(path: &str) -> Result<(&str, bool), ProxyError> {
+    let target = path.strip_prefix("/v1beta/models/").unwrap_or_default();
+    match target.rsplit_once(':') {
+        Some((model, "generateContent")) if !model.is_empty() => Ok((model, false)),
+        Some((model, "streamGenerateContent")) if !model.is_empty() => Ok((model, true)),
+        _ => Err(ProxyError::new(
+            StatusCode::NOT_FOUND,
+            "invalid_request_error",
+            "unknown_method",
+            "expected /v1beta/models/{model}:generateContent or :streamGenerateContent",
+        )),
+    }
 }
 
 pub async fn serve(state: &Arc<AppState>, req: &ClientRequest, inbound: &Inbound<'_>) -> Result<Response, ProxyError> {
@@ -84,17 +108,6 @@ pub async fn serve(state: &Arc<AppState>, req: &ClientRequest, inbound: &Inbound
         },
     })?;
     let upstream = target.provider.protocol;
-    if !translate::reachable(req.protocol, upstream) {
-        return Err(ProxyError::bad_field(
-            "model",
-            format!(
-                "provider {} speaks the {} protocol, which {} cannot reach yet",
-                target.provider.id,
-                upstream.as_str(),
-                inbound.endpoint
-            ),
-        ));
-    }
     let call = dispatch::Call {
         request_id: inbound.request_id,
         endpoint: inbound.endpoint,

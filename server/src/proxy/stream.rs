@@ -16,7 +16,7 @@ use std::{
 use super::usage;
 use crate::{
     protocols::{
-        anthropic, sse,
+        anthropic, gemini_inbound, sse,
         translate::{self, StreamTranslator},
     },
     request_log::{AttemptRecord, LogSink},
@@ -71,6 +71,7 @@ impl PassThrough {
                 sse::frame(Some("error"), &anthropic::error_body("api_error", message).to_string())
             }
             (None, Protocol::Responses) => translate::responses_error_frame(message),
+            (None, Protocol::Gemini) => sse::frame(None, &gemini_inbound::error_body(500, message).to_string()),
             (None, _) => translate::openai_error_frame(message),
         }
     }

@@ -8,7 +8,7 @@ use crate::protocols::sse;
 use serde_json::json;
 
 fn stream(upstream: Protocol, client: Protocol, frames: &str, chunk: usize) -> Vec<(Option<String>, Value)> {
-    let mut t = StreamTranslator::new(upstream, client, 7).unwrap();
+    let mut t = StreamTranslator::new(upstream, client, 7);
     let mut out = Vec::new();
     for piece in frames.as_bytes().chunks(chunk.max(1)) {
         out.extend_from_slice(&t.chunk(piece).unwrap());
@@ -264,9 +264,9 @@ fn a_failed_responses_stream_fails_and_a_responses_client_sees_response_failed()
         Some("response.failed"),
         json!({"type": "response.failed", "response": {"error": {"message": "quota"}}}),
     )]);
-    let mut t = StreamTranslator::new(Protocol::Responses, Protocol::OpenaiChat, 1).unwrap();
+    let mut t = StreamTranslator::new(Protocol::Responses, Protocol::OpenaiChat, 1);
     assert_eq!(t.chunk(upstream.as_bytes()), Err(StreamFailed("quota".into())));
-    let mut r = StreamTranslator::new(Protocol::OpenaiChat, Protocol::Responses, 1).unwrap();
+    let mut r = StreamTranslator::new(Protocol::OpenaiChat, Protocol::Responses, 1);
     let out = String::from_utf8(r.fail("cut off").to_vec()).unwrap();
     assert!(out.contains("event: response.failed"), "{out}");
     assert!(out.contains(r#""status":"failed""#) && out.contains(r#""message":"cut off""#), "{out}");
@@ -345,4 +345,75 @@ fn gemini_answer_to_openai_chat_and_stream_to_anthropic() {
         (end["delta"]["stop_reason"].as_str(), end["usage"]["output_tokens"].as_u64()),
         (Some("tool_use"), Some(2))
     );
+}
+
+#[test]
+fn gemini_client_request_to_openai_chat() {
+    let body = json!({
+        "systemInstruction": {"parts": [{"text": "Be brief."}]},
+        "contents": [
+            {"role": "user", "parts": [{"text": "Weather?"}, {"inlineData": {"mimeType": "image/png", "data": "QQ"}}]},
+            {"role": "model", "parts": [{"functionCall": {"name": "weather", "args": {"city": "Oslo"}}}]},
+            {"role": "user", "parts": [{"functionResponse": {"name": "weather", "response": {"output": "3C"}}}]}
+        ],
+        "tools": [{"functionDeclarations": [{"name": "weather", "description": "Now", "parameters": {"type": "object"}}]}],
+        "toolConfig": {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["weather"]}},
+        "generationConfig": {"maxOutputTokens": 99, "temperature": 0.5, "stopSequences": ["Z"]}
+    });
+    let out = translate_request(Protocol::Gemini, body, Protocol::OpenaiChat, "gpt-4o");
+    assert_eq!(
+        out,
+        json!({
+            "model": "gpt-4o", "max_tokens": 99, "temperature": 0.5, "stop": ["Z"],
+            "messages": [
+                {"role": "system", "content": "Be brief."},
+                {"role": "user", "content": [{"type": "text", "text": "Weather?"}, {"type": "image_url", "image_url": {"url": "data:image/png;base64,QQ"}}]},
+                {"role": "assistant", "content": null, "tool_calls": [{"id": "call_0", "type": "function", "function": {"name": "weather", "arguments": "{\"city\":\"Oslo\"}"}}]},
+                {"role": "tool", "tool_call_id": "call_0", "content": "3C"}
+            ],
+            "tools": [{"type": "function", "function": {"name": "weather", "description": "Now", "parameters": {"type": "object"}}}],
+            "tool_choice": {"type": "function", "function": {"name": "weather"}}
+        })
+    );
+    let orphan =
+        json!({"contents": [{"role": "user", "parts": [{"functionResponse": {"name": "nope", "response": {}}}]}]});
+    assert_eq!(read_request(Protocol::Gemini, &orphan).unwrap_err().field, "contents.0.parts.0.functionResponse.name");
+}
+
+#[test]
+fn anthropic_answer_and_stream_to_a_gemini_client() {
+    let upstream = json!({"id": "msg_1", "model": "claude", "content": [{"type": "text", "text": "Hi"},
+        {"type": "tool_use", "id": "toolu_1", "name": "ls", "input": {"dir": "."}}], "stop_reason": "tool_use",
+        "usage": {"input_tokens": 5, "output_tokens": 2}});
+    let (out, _) = response(Protocol::Anthropic, upstream.to_string().as_bytes(), Protocol::Gemini, 1).unwrap();
+    assert_eq!(
+        to_value(&out),
+        json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "Hi"},
+                {"functionCall": {"id": "toolu_1", "name": "ls", "args": {"dir": "."}}}]}, "index": 0, "finishReason": "STOP"}],
+               "modelVersion": "claude", "responseId": "msg_1",
+               "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 2, "totalTokenCount": 7}})
+    );
+    let chunk = |delta: Value, finish: Value| json!({"id": "c1", "model": "gpt", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+    let sse_in = frames(&[
+        (None, chunk(json!({"content": "Hel"}), Value::Null)),
+        (
+            None,
+            chunk(
+                json!({"tool_calls": [{"index": 0, "id": "call_1", "function": {"name": "ls", "arguments": "{\"dir\""}}]}),
+                Value::Null,
+            ),
+        ),
+        (None, chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": ":\".\"}"}}]}), Value::Null)),
+        (None, chunk(json!({}), json!("tool_calls"))),
+    ]);
+    let evs = stream(Protocol::OpenaiChat, Protocol::Gemini, &sse_in, 11);
+    let parts: Vec<Value> = evs.iter().map(|(_, d)| d["candidates"][0]["content"]["parts"][0].clone()).collect();
+    assert_eq!(parts[0], json!({"text": "Hel"}));
+    assert_eq!(
+        parts[1],
+        json!({"functionCall": {"id": "call_1", "name": "ls", "args": {"dir": "."}}}),
+        "the call goes out whole"
+    );
+    assert_eq!(evs.last().unwrap().1["candidates"][0]["finishReason"], "STOP");
+    assert_eq!(evs.len(), 3);
 }

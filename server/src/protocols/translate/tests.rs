@@ -190,7 +190,7 @@ fn anthropic_answer_to_openai_chat() {
 
 /// Runs a stream through the translator, split into `chunk`-byte pieces.
 fn run_stream(upstream: Protocol, client: Protocol, frames: &str, chunk: usize) -> String {
-    let mut t = StreamTranslator::new(upstream, client, 7).unwrap();
+    let mut t = StreamTranslator::new(upstream, client, 7);
     let mut out = Vec::new();
     for piece in frames.as_bytes().chunks(chunk) {
         out.extend_from_slice(&t.chunk(piece).unwrap());
@@ -403,11 +403,11 @@ fn an_upstream_error_event_fails_the_translated_stream() {
         (Some("message_start"), json!({"type": "message_start", "message": {"id": "msg_1", "model": "c"}})),
         (Some("error"), json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})),
     ]);
-    let mut t = StreamTranslator::new(Protocol::Anthropic, Protocol::OpenaiChat, 7).unwrap();
+    let mut t = StreamTranslator::new(Protocol::Anthropic, Protocol::OpenaiChat, 7);
     assert_eq!(t.chunk(upstream.as_bytes()), Err(StreamFailed("Overloaded".into())));
     let frame = parse_frames(std::str::from_utf8(&t.fail("Overloaded")).unwrap());
     assert_eq!(frame[0].1["error"]["message"], "Overloaded");
-    let mut a = StreamTranslator::new(Protocol::OpenaiChat, Protocol::Anthropic, 7).unwrap();
+    let mut a = StreamTranslator::new(Protocol::OpenaiChat, Protocol::Anthropic, 7);
     let frame = parse_frames(std::str::from_utf8(&a.fail("cut off")).unwrap());
     assert_eq!(
         frame[0],
