@@ -214,3 +214,6 @@ mod tests;
 
 #[cfg(test)]
 mod responses_gemini_tests;
+
+#[cfg(test)]
+mod more_directions_tests;

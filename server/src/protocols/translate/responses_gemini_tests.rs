@@ -7,7 +7,7 @@ use super::{
 use crate::protocols::sse;
 use serde_json::json;
 
-fn stream(upstream: Protocol, client: Protocol, frames: &str, chunk: usize) -> Vec<(Option<String>, Value)> {
+pub(super) fn stream(upstream: Protocol, client: Protocol, frames: &str, chunk: usize) -> Vec<(Option<String>, Value)> {
     let mut t = StreamTranslator::new(upstream, client, 7);
     let mut out = Vec::new();
     for piece in frames.as_bytes().chunks(chunk.max(1)) {
@@ -22,7 +22,7 @@ fn stream(upstream: Protocol, client: Protocol, frames: &str, chunk: usize) -> V
         .collect()
 }
 
-fn frames(events: &[(Option<&str>, Value)]) -> String {
+pub(super) fn frames(events: &[(Option<&str>, Value)]) -> String {
     events.iter().map(|(e, d)| String::from_utf8(sse::frame(*e, &d.to_string()).to_vec()).unwrap()).collect()
 }
 
