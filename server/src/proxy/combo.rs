@@ -10,34 +10,20 @@
 //! no_executable_targets`.
 
 use app::types::{Protocol, combo::Combo};
-use axum::{
-    http::{HeaderMap, StatusCode},
-    response::Response,
-};
+use axum::{http::StatusCode, response::Response};
 use bytes::Bytes;
 use serde_json::json;
 use std::sync::Arc;
 
 use super::{
-    dispatch::{self, Call, TargetRun},
+    dispatch::{self, Call, Caller, TargetRun},
     errors::ProxyError,
 };
 use crate::{
-    auth::api_keys::KeyEntry,
     resilience::engine::{self, Exclusion},
     routing::{registry::Snapshot, resolve},
     state::AppState,
 };
-
-/// What the combo request carries besides the per-target body.
-pub struct ComboCall<'a> {
-    pub request_id: &'a str,
-    pub endpoint: &'static str,
-    pub client: Protocol,
-    pub stream: bool,
-    pub key: Option<&'a KeyEntry>,
-    pub passthrough_headers: &'a HeaderMap,
-}
 
 /// One target skipped before any attempt.
 struct Skipped {
@@ -52,7 +38,7 @@ pub async fn run(
     state: &Arc<AppState>,
     snapshot: &Snapshot,
     combo: &Combo,
-    call: ComboCall<'_>,
+    caller: &Caller<'_>,
     body_for: impl Fn(Protocol, &str) -> Result<Bytes, ProxyError>,
 ) -> Result<Response, ProxyError> {
     let settings = state.resilience.current();
@@ -70,7 +56,7 @@ pub async fn run(
             continue;
         };
         let (provider, model) = (target.provider, target.model.as_str());
-        let candidates = dispatch::candidates(snapshot, provider, call.key, spec.connection_id.as_deref());
+        let candidates = dispatch::candidates(snapshot, provider, caller.key, spec.connection_id.as_deref());
         if candidates.is_empty() {
             skipped.push(skip(provider.id, model, "unavailable", None));
             continue;
@@ -89,16 +75,7 @@ pub async fn run(
                 continue;
             }
         };
-        let one = Call {
-            request_id: call.request_id,
-            endpoint: call.endpoint,
-            client: call.client,
-            target: &target,
-            body: body_for(provider.protocol, model)?,
-            stream: call.stream,
-            key: call.key,
-            passthrough_headers: call.passthrough_headers,
-        };
+        let one = Call { caller, target: &target, body: body_for(provider.protocol, model)? };
         let mut run = TargetRun { candidates, cfg, probe };
         match dispatch::try_connections(state, &one, &settings, &mut run).await {
             Ok(response) => {

@@ -58,19 +58,26 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 /// Longest error text kept in a log row.
 const MAX_LOGGED_ERROR: usize = 500;
 
-/// One client request, ready to send upstream.
-pub struct Call<'a> {
+/// Everything about a client request but its target: who asks, on which
+/// endpoint, in which protocol. One per request, shared by every target a
+/// combo tries.
+pub struct Caller<'a> {
     pub request_id: &'a str,
     pub endpoint: &'static str,
     /// The protocol the client speaks (and wants its answer in).
     pub client: Protocol,
-    pub target: &'a Target,
-    /// The body in the target provider's protocol.
-    pub body: Bytes,
     pub stream: bool,
     pub key: Option<&'a KeyEntry>,
     /// Client headers for an upstream of the client's own protocol.
     pub passthrough_headers: &'a HeaderMap,
+}
+
+/// One client request, ready to send to one target.
+pub struct Call<'a> {
+    pub caller: &'a Caller<'a>,
+    pub target: &'a Target,
+    /// The body in the target provider's protocol.
+    pub body: Bytes,
 }
 
 /// Why one attempt did not produce the answer.
@@ -101,7 +108,7 @@ pub fn candidates<'s>(
 /// for a cooldown when every one is cooling.
 pub async fn run(state: &Arc<AppState>, snapshot: &Snapshot, call: Call<'_>) -> Result<Response, ProxyError> {
     let provider = call.target.provider;
-    let candidates = candidates(snapshot, provider, call.key, None);
+    let candidates = candidates(snapshot, provider, call.caller.key, None);
     if candidates.is_empty() {
         return Err(ProxyError::new(
             StatusCode::NOT_FOUND,
@@ -126,12 +133,12 @@ pub async fn run(state: &Arc<AppState>, snapshot: &Snapshot, call: Call<'_>) -> 
         match waits.next(&settings.wait_for_cooldown, &unserved.excluded) {
             Some(ms) => {
                 tracing::info!(
-                    request_id = call.request_id,
+                    request_id = call.caller.request_id,
                     provider = provider.id,
                     wait_ms = ms,
                     "every connection is cooling; waiting for the first"
                 );
-                let wait = AbandonedWait::arm(state, wait_record(&call), ms);
+                let wait = AbandonedWait::arm(state, log_row(&call), ms);
                 state.engine.sleep(ms).await;
                 wait.disarm();
             }
@@ -184,14 +191,14 @@ pub async fn try_connections(
         }
         let mut attempt = Attempt::start(state, call, conn);
         let upstream = provider.protocol;
-        let extra = if upstream == call.client { call.passthrough_headers } else { &*NO_HEADERS };
+        let extra = if upstream == call.caller.client { call.caller.passthrough_headers } else { &*NO_HEADERS };
         let sent = state
             .executor
             .post(
                 conn,
-                &translate::upstream_path(upstream, &call.target.model, call.stream),
+                &translate::upstream_path(upstream, &call.target.model, call.caller.stream),
                 call.body.clone(),
-                call.stream,
+                call.caller.stream,
                 extra,
             )
             .await;
@@ -370,15 +377,16 @@ fn all_excluded(provider: &str, model: &str, excluded: &[Exclusion]) -> ProxyErr
     err
 }
 
-/// The log row of a request that gave up while waiting for a cooldown.
-fn wait_record(call: &Call<'_>) -> AttemptRecord {
+/// The log row of a request to its target, before any connection is
+/// chosen (also the row of a request that gave up waiting for a cooldown).
+fn log_row(call: &Call<'_>) -> AttemptRecord {
     AttemptRecord {
         created_at: now_ms(),
-        request_id: call.request_id.to_owned(),
-        endpoint: call.endpoint.to_owned(),
+        request_id: call.caller.request_id.to_owned(),
+        endpoint: call.caller.endpoint.to_owned(),
         provider: call.target.provider.id.to_owned(),
         model: call.target.model.clone(),
-        stream: call.stream,
+        stream: call.caller.stream,
         ..AttemptRecord::default()
     }
 }
@@ -396,17 +404,8 @@ struct Attempt<'a> {
 
 impl<'a> Attempt<'a> {
     fn start(state: &'a Arc<AppState>, call: &Call<'_>, conn: &'a LiveConnection) -> Self {
-        let record = AttemptRecord {
-            created_at: now_ms(),
-            request_id: call.request_id.to_owned(),
-            endpoint: call.endpoint.to_owned(),
-            provider: conn.provider.id.to_owned(),
-            connection_id: Some(conn.id.clone()),
-            model: call.target.model.clone(),
-            stream: call.stream,
-            ..AttemptRecord::default()
-        };
-        Self { state, conn, client: call.client, started: Instant::now(), record }
+        let record = AttemptRecord { connection_id: Some(conn.id.clone()), ..log_row(call) };
+        Self { state, conn, client: call.caller.client, started: Instant::now(), record }
     }
 
     fn elapsed_ms(&self) -> i64 {

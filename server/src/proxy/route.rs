@@ -89,16 +89,16 @@ fn gemini_target(path: &str) -> Result<(&str, bool), ProxyError> {
 
 pub async fn serve(state: &Arc<AppState>, req: &ClientRequest, inbound: &Inbound<'_>) -> Result<Response, ProxyError> {
     let snapshot = state.connections.snapshot();
+    let caller = dispatch::Caller {
+        request_id: inbound.request_id,
+        endpoint: inbound.endpoint,
+        client: req.protocol,
+        stream: req.stream,
+        key: inbound.key,
+        passthrough_headers: &req.passthrough_headers,
+    };
     if let Some(combo) = state.combos.get(&req.model) {
-        let call = combo::ComboCall {
-            request_id: inbound.request_id,
-            endpoint: inbound.endpoint,
-            client: req.protocol,
-            stream: req.stream,
-            key: inbound.key,
-            passthrough_headers: &req.passthrough_headers,
-        };
-        return combo::run(state, &snapshot, &combo, call, |protocol, model| req.body_for(protocol, model)).await;
+        return combo::run(state, &snapshot, &combo, &caller, |protocol, model| req.body_for(protocol, model)).await;
     }
     let target = resolve(&req.model, &snapshot).map_err(|e| match e {
         ResolveError::Ambiguous(..) => ProxyError::bad_field("model", e.to_string()),
@@ -108,15 +108,6 @@ pub async fn serve(state: &Arc<AppState>, req: &ClientRequest, inbound: &Inbound
         },
     })?;
     let upstream = target.provider.protocol;
-    let call = dispatch::Call {
-        request_id: inbound.request_id,
-        endpoint: inbound.endpoint,
-        client: req.protocol,
-        body: req.body_for(upstream, &target.model)?,
-        target: &target,
-        stream: req.stream,
-        key: inbound.key,
-        passthrough_headers: &req.passthrough_headers,
-    };
+    let call = dispatch::Call { caller: &caller, body: req.body_for(upstream, &target.model)?, target: &target };
     dispatch::run(state, &snapshot, call).await
 }
