@@ -81,6 +81,9 @@ pub struct Config {
     pub shutdown_grace: Duration,
     pub log_retention_rows: u64,
     pub max_body_bytes: usize,
+    /// Serving threads (`OMNIROUTE_WORKERS`, default: one per CPU), each
+    /// with its own listener socket and upstream connection pool.
+    pub workers: usize,
     /// The resilience settings the environment sets (SPEC §S: between the
     /// built-in defaults and the persisted values).
     pub resilience_env: Vec<EnvSource>,
@@ -146,6 +149,7 @@ impl Config {
             )?),
             log_retention_rows: parse_env(env, "OMNIROUTE_LOG_RETENTION_ROWS", DEFAULT_LOG_RETENTION_ROWS)?,
             max_body_bytes: parse_env(env, "OMNIROUTE_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES)?,
+            workers: parse_workers(env)?,
             resilience_env,
         })
     }
@@ -170,6 +174,19 @@ fn parse_env<T: std::str::FromStr>(
             value: v.clone(),
             reason: "expected a non-negative integer".into(),
         }),
+    }
+}
+
+/// `OMNIROUTE_WORKERS`: at least one; one per CPU when unset.
+fn parse_workers(env: &HashMap<String, String>) -> Result<usize, ConfigError> {
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    match parse_env(env, "OMNIROUTE_WORKERS", cpus)? {
+        0 => Err(ConfigError {
+            name: "OMNIROUTE_WORKERS".into(),
+            value: "0".into(),
+            reason: "at least one worker is needed".into(),
+        }),
+        n => Ok(n),
     }
 }
 
@@ -215,6 +232,15 @@ mod tests {
         assert_eq!(err.name, "FETCH_TIMEOUT_MS");
         let err = Config::resolve(&Flags::default(), &env(&[("RATE_LIMIT_AUTO_ENABLE", "sometimes")])).unwrap_err();
         assert_eq!((err.name.as_str(), err.value.as_str()), ("RATE_LIMIT_AUTO_ENABLE", "sometimes"));
+    }
+
+    #[test]
+    fn workers_default_to_the_cpus_and_refuse_zero() {
+        let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+        assert_eq!(Config::resolve(&Flags::default(), &HashMap::new()).unwrap().workers, cpus);
+        assert_eq!(Config::resolve(&Flags::default(), &env(&[("OMNIROUTE_WORKERS", "3")])).unwrap().workers, 3);
+        let err = Config::resolve(&Flags::default(), &env(&[("OMNIROUTE_WORKERS", "0")])).unwrap_err();
+        assert_eq!((err.name.as_str(), err.value.as_str()), ("OMNIROUTE_WORKERS", "0"));
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod services;
 pub mod state;
 pub mod upstream;
 pub mod web;
+pub mod workers;
 
 use anyhow::Context;
 use axum::Router;
@@ -123,33 +124,51 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
-    let mut graceful_rx = stop_rx.clone();
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
         shutdown.await;
         let _ = stop_tx.send(true);
     });
+    serve_until_stopped(&state, listener, stop_rx).await?;
+    flush(&state).await;
+    Ok(())
+}
+
+/// Serves `listener` until `stop` turns true, then stops accepting and
+/// lets in-flight requests and streams finish for at most the configured
+/// grace period.
+pub async fn serve_until_stopped(
+    state: &Arc<AppState>,
+    listener: TcpListener,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    let mut graceful = stop.clone();
     let app = router(state.clone());
     // Small responses and SSE frames go out at once, not after Nagle's delay.
     let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
         let _ = tcp.set_nodelay(true);
     });
     let server = axum::serve(listener, app).with_graceful_shutdown(async move {
-        let _ = graceful_rx.wait_for(|s| *s).await;
-        tracing::info!("shutting down: no new connections; waiting for in-flight requests");
+        let _ = graceful.wait_for(|s| *s).await;
+        tracing::debug!("no new connections; waiting for in-flight requests");
     });
     let grace = state.config.shutdown_grace;
     tokio::select! {
         res = server => res.context("serving")?,
         _ = async {
-            let _ = stop_rx.wait_for(|s| *s).await;
+            let _ = stop.wait_for(|s| *s).await;
             tokio::time::sleep(grace).await;
         } => tracing::warn!(grace_ms = grace.as_millis() as u64, "grace period over; closing remaining connections"),
     }
+    Ok(())
+}
+
+/// Writes what is still queued behind the requests (log rows, resilience
+/// state) before the process exits.
+pub async fn flush(state: &AppState) {
     state.logs.flush().await;
     state.resilience_store.flush().await;
     tracing::info!("shutdown complete");
-    Ok(())
 }
 
 /// Resolves on SIGINT or SIGTERM.

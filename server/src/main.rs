@@ -5,31 +5,25 @@ use clap::Parser;
 use server::config::{Cli, Command, Config};
 use std::collections::HashMap;
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let env: HashMap<String, String> = std::env::vars().collect();
     let config = Config::resolve(&cli.opts, &env)?;
     init_tracing(&config);
+    let once = || tokio::runtime::Builder::new_current_thread().enable_all().build();
     match cli.command.unwrap_or(Command::Serve) {
-        Command::Serve => {
-            let addr = format!("{}:{}", config.host, config.port);
-            let state = server::build_state(config).await?;
-            let listener = tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("binding {addr}"))?;
-            tracing::info!(address = %addr, "OmniRoute listening; dashboard at http://{addr}/");
-            server::serve(state, listener, server::shutdown_signal()).await
-        }
-        Command::Migrate => {
+        Command::Serve => server::workers::serve(config),
+        Command::Migrate => once()?.block_on(async {
             server::db::connect(&config.database_url).await.context("applying migrations")?;
             println!("migrations applied");
             Ok(())
-        }
-        Command::ResetPassword { password } => {
+        }),
+        Command::ResetPassword { password } => once()?.block_on(async {
             let db = server::db::connect(&config.database_url).await.context("opening the database")?;
             let new = server::auth::password::reset(&db, password).await?;
             println!("new admin password: {new}");
             Ok(())
-        }
+        }),
     }
 }
 

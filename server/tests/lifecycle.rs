@@ -41,6 +41,7 @@ async fn binary_logs_no_secrets_and_exits_cleanly_on_sigterm() {
         .env("INITIAL_PASSWORD", "pw-for-binary-test")
         .env("OMNIROUTE_MANAGEMENT_KEY", MGMT_KEY)
         .env("OMNIROUTE_LOG", "debug")
+        .env("OMNIROUTE_WORKERS", "3")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -113,6 +114,29 @@ async fn binary_logs_no_secrets_and_exits_cleanly_on_sigterm() {
     http.post(format!("{base}/api/providers/{id}/test")).bearer_auth(MGMT_KEY).send().await.unwrap();
     let logs = http.get(format!("{base}/api/logs")).bearer_auth(MGMT_KEY).send().await.unwrap().text().await.unwrap();
     assert!(!logs.contains(SECRET), "stored log rows are redacted: {logs}");
+
+    // The workers share the port with each other, not with a second
+    // gateway: that one is refused, and the first keeps serving.
+    let other_dir = tempfile::tempdir().unwrap();
+    let second = Command::new(env!("CARGO_BIN_EXE_omniroute"))
+        .args(["serve", "--port", &port.to_string()])
+        .env("DATA_DIR", other_dir.path())
+        .env("INITIAL_PASSWORD", "pw-for-binary-test")
+        .output()
+        .unwrap();
+    let second_err = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success(), "a second gateway started on a port in use");
+    assert!(second_err.contains(&format!("binding 127.0.0.1:{port}")), "{second_err}");
+    let clients: Vec<_> = (0..6).map(|_| reqwest::Client::new()).collect();
+    let answers = futures_util::future::join_all(
+        clients
+            .iter()
+            .map(|c| c.post(format!("{base}/v1/chat/completions")).json(&chat_body("openai/x", false)).send()),
+    )
+    .await;
+    for a in answers {
+        assert_eq!(a.unwrap().status(), 200, "every connection is served, whichever worker took it");
+    }
 
     let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
     assert!(status.success());

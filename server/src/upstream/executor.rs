@@ -5,6 +5,7 @@ use app::types::Protocol;
 use bytes::Bytes;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, USER_AGENT};
 use std::time::Duration;
+use thread_local::ThreadLocal;
 
 use crate::routing::registry::LiveConnection;
 
@@ -55,9 +56,16 @@ impl WithoutUrl for reqwest::Error {
     }
 }
 
-/// The shared HTTP client and the timeouts every upstream call obeys.
+/// The HTTP clients and the timeouts every upstream call obeys.
+///
+/// One client — one connection pool — per worker thread: a pooled
+/// connection is driven by a task on the thread that opened it, so a
+/// request that borrowed another thread's connection would wake that
+/// thread twice per request. With per-thread pools a request, its
+/// upstream connection and its response stay on one thread.
 pub struct Executor {
-    client: reqwest::Client,
+    clients: ThreadLocal<reqwest::Client>,
+    connect_timeout: Duration,
     /// Time until the response starts (`FETCH_TIMEOUT_MS`).
     fetch_timeout: Duration,
 }
@@ -65,14 +73,20 @@ pub struct Executor {
 const UA: &str = concat!("omniroute-rs/", env!("CARGO_PKG_VERSION"));
 
 impl Executor {
+    /// Builds the calling thread's client at once, so a configuration the
+    /// HTTP stack refuses fails at start rather than on a request.
     pub fn new(connect_timeout: Duration, fetch_timeout: Duration) -> reqwest::Result<Self> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(connect_timeout)
-            .pool_idle_timeout(Duration::from_secs(90))
-            .pool_max_idle_per_host(256)
-            .tcp_nodelay(true)
-            .build()?;
-        Ok(Self { client, fetch_timeout })
+        let clients = ThreadLocal::new();
+        clients.get_or_try(|| build_client(connect_timeout))?;
+        Ok(Self { clients, connect_timeout, fetch_timeout })
+    }
+
+    /// This thread's client. The settings were accepted once in `new`,
+    /// so building another can only fail if the system changed meanwhile.
+    fn client(&self) -> Result<&reqwest::Client, TransportError> {
+        self.clients
+            .get_or_try(|| build_client(self.connect_timeout))
+            .map_err(|e| TransportError::Network(format!("building the HTTP client failed: {e}")))
     }
 
     /// POSTs `body` to `path` (e.g. `/chat/completions`) of the connection,
@@ -92,14 +106,14 @@ impl Executor {
         }
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(ACCEPT, HeaderValue::from_static(if stream { "text/event-stream" } else { "application/json" }));
-        let req = self.client.post(endpoint(&conn.base_url, path)).headers(headers).body(body);
+        let req = self.client()?.post(endpoint(&conn.base_url, path)).headers(headers).body(body);
         self.send(req).await
     }
 
     /// Lists the models of a connection: a live check of its credential.
     pub async fn list_models(&self, conn: &LiveConnection) -> Result<reqwest::Response, TransportError> {
         let req = self
-            .client
+            .client()?
             .get(endpoint(&conn.base_url, models_path(conn.provider.protocol)))
             .headers(conn.auth_headers.clone());
         self.send(req).await
@@ -112,6 +126,15 @@ impl Executor {
             Ok(Ok(resp)) => Ok(resp),
         }
     }
+}
+
+fn build_client(connect_timeout: Duration) -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .connect_timeout(connect_timeout)
+        .pool_idle_timeout(Duration::from_secs(90))
+        .pool_max_idle_per_host(256)
+        .tcp_nodelay(true)
+        .build()
 }
 
 /// The local address the response's connection left from: the egress
