@@ -40,8 +40,18 @@ pub async fn reset(db: &DatabaseConnection, new: Option<String>) -> Result<Strin
     Ok(password)
 }
 
+/// Checks a login attempt. Argon2 takes tens of milliseconds by design,
+/// so it runs on the blocking pool: on the serving thread it would stall
+/// every proxied request that thread carries (and a login flood would
+/// stall them all).
 pub async fn check(db: &DatabaseConnection, password: &str) -> Result<bool, DbErr> {
-    Ok(settings::get(db, ADMIN_PASSWORD_HASH).await?.is_some_and(|phc| verify(password, &phc)))
+    let Some(phc) = settings::get(db, ADMIN_PASSWORD_HASH).await? else {
+        return Ok(false);
+    };
+    let password = password.to_owned();
+    tokio::task::spawn_blocking(move || verify(&password, &phc))
+        .await
+        .map_err(|e| DbErr::Custom(format!("password check did not finish: {e}")))
 }
 
 #[cfg(test)]
