@@ -68,7 +68,10 @@ pub fn serve(config: Config) -> anyhow::Result<()> {
         join(threads);
         bail!("binding {addr}: {e}");
     }
-    tracing::info!(address = %addr, workers, "OmniRoute listening; dashboard at http://{addr}/");
+    // Under the binary's target, as before the workers: the one line an
+    // operator (and the e2e harness) waits for stays on when the library's
+    // own logs are turned down (`OMNIROUTE_LOG=info,server=warn`).
+    tracing::info!(target: "omniroute", address = %addr, workers, "OmniRoute listening; dashboard at http://{addr}/");
 
     main_rt.block_on(async {
         crate::shutdown_signal().await;
