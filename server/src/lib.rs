@@ -19,6 +19,7 @@ pub mod workers;
 
 use anyhow::Context;
 use axum::Router;
+use hyper_util::client::proxy::matcher::Matcher;
 use std::{future::Future, sync::Arc, time::Instant};
 use tokio::net::TcpListener;
 
@@ -56,7 +57,8 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
             "\n  OmniRoute admin password (shown once): {generated}\n  Change it with `omniroute reset-password`.\n"
         );
     }
-    let executor = Executor::new(config.connect_timeout, config.fetch_timeout).context("building the HTTP client")?;
+    let executor = Executor::new(config.connect_timeout, config.fetch_timeout, Matcher::from_env())
+        .context("building the HTTP client")?;
     let resilience = services::resilience::load(&db, config.resilience_env.clone()).await?;
     let (store, changes) = ResilienceStore::spawn(db.clone());
     let engine = Engine::new(clock, Some(changes));

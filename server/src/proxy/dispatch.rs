@@ -17,7 +17,6 @@ use axum::{
     response::Response,
 };
 use bytes::Bytes;
-use futures_util::StreamExt;
 use std::{sync::Arc, time::Instant};
 
 use super::{
@@ -47,7 +46,7 @@ use crate::{
     state::AppState,
     upstream::{
         catalog::Provider,
-        executor::{self, TransportError},
+        executor::{TransportError, UpstreamResponse},
     },
 };
 
@@ -202,7 +201,7 @@ pub async fn try_connections(
                 extra,
             )
             .await;
-        let egress = sent.as_ref().ok().and_then(executor::egress_ip);
+        let egress = sent.as_ref().ok().and_then(UpstreamResponse::egress_ip);
         if let Some(ip) = egress {
             attempt.record.egress_ip = Some(ip.to_string());
             if settings.egress_ip_lock_providers.iter().any(|p| p == provider.id) {
@@ -221,7 +220,7 @@ pub async fn try_connections(
             Ok(resp) => {
                 let status = resp.status().as_u16();
                 let headers = resp.headers().clone();
-                let raw = read_limited(resp, MAX_ERROR_BODY).await.unwrap_or_default();
+                let raw = resp.read_limited(MAX_ERROR_BODY).await;
                 let body = redact(&String::from_utf8_lossy(&raw), conn);
                 let failure = attempt_failure(conn, model, Some(status), &headers, &body, egress);
                 let outcome = state.engine.on_failure(&failure, settings, &t.cfg, t.probe.as_mut());
@@ -456,19 +455,19 @@ impl<'a> Attempt<'a> {
         e.into_response_as(client)
     }
 
-    async fn success(mut self, resp: reqwest::Response) -> Result<Response, Failure> {
+    async fn success(mut self, resp: UpstreamResponse) -> Result<Response, Failure> {
         self.record.status = i32::from(resp.status().as_u16());
         let upstream = self.conn.provider.protocol;
         if self.record.stream {
             let content_type = resp
                 .headers()
-                .get(reqwest::header::CONTENT_TYPE)
+                .get(header::CONTENT_TYPE)
                 .and_then(|v| HeaderValue::from_bytes(v.as_bytes()).ok())
                 .filter(|_| !self.translating());
             let conn_id = self.conn.id.clone();
             let translator = self.translating().then(|| StreamTranslator::new(upstream, self.client, now_ms() / 1000));
             let body = PassThrough::new(
-                resp.bytes_stream().boxed(),
+                resp.into_stream(),
                 self.started,
                 self.record,
                 self.state.logs.clone(),
@@ -513,8 +512,7 @@ impl<'a> Attempt<'a> {
                 self.finish_log();
                 Ok(json_response(StatusCode::OK, body, &conn_id))
             }
-            Ok(Err(e)) => {
-                let cause = TransportError::from_reqwest(&e, self.state.config.fetch_timeout);
+            Ok(Err(cause)) => {
                 Err(self.fail(None, "network_error", format!("the upstream response was cut off: {cause}"), None))
             }
             Err(_) => Err(self.fail(None, "timeout", "the upstream response body did not finish in time".into(), None)),
@@ -540,19 +538,6 @@ fn insert_connection(h: &mut axum::http::HeaderMap, connection_id: &str) {
     if let Ok(v) = HeaderValue::from_str(connection_id) {
         h.insert(SELECTED_CONNECTION, v);
     }
-}
-
-/// Reads at most `limit` bytes of a body.
-async fn read_limited(mut resp: reqwest::Response, limit: usize) -> Option<Bytes> {
-    let mut buf = Vec::new();
-    while let Ok(Some(chunk)) = resp.chunk().await {
-        let room = limit.saturating_sub(buf.len());
-        buf.extend_from_slice(&chunk[..chunk.len().min(room)]);
-        if buf.len() >= limit {
-            break;
-        }
-    }
-    Some(Bytes::from(buf))
 }
 
 /// The human message of an upstream error body (`error.message` when it

@@ -23,7 +23,7 @@ use crate::{
 };
 
 pub struct PassThrough {
-    inner: BoxStream<'static, reqwest::Result<Bytes>>,
+    inner: BoxStream<'static, Result<Bytes, hyper::Error>>,
     started: Instant,
     /// `Some` until the log row is written.
     record: Option<AttemptRecord>,
@@ -35,7 +35,7 @@ pub struct PassThrough {
 
 impl PassThrough {
     pub fn new(
-        inner: BoxStream<'static, reqwest::Result<Bytes>>,
+        inner: BoxStream<'static, Result<Bytes, hyper::Error>>,
         started: Instant,
         record: AttemptRecord,
         logs: LogSink,

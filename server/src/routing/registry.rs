@@ -12,7 +12,7 @@ use crate::{
     db::connections,
     upstream::{
         catalog::{self, Provider},
-        executor,
+        executor::{self, BaseUrl},
     },
 };
 
@@ -33,11 +33,11 @@ pub struct LiveConnection {
     pub provider: &'static Provider,
     /// The connection's override, else the provider default; no trailing
     /// `/`. Parsed once here, not per request.
-    pub base_url: reqwest::Url,
+    pub base_url: BaseUrl,
     /// Kept for redacting upstream texts that echo it.
     pub credential: Option<Credential>,
     /// Authentication + identity headers, built once per connection.
-    pub auth_headers: reqwest::header::HeaderMap,
+    pub auth_headers: http::HeaderMap,
     /// OAuth connections cool by the OAuth profile (SPEC §R2).
     pub oauth: bool,
     /// The connection opts out of cooldowns (failures lock the model).
@@ -45,12 +45,7 @@ pub struct LiveConnection {
 }
 
 impl LiveConnection {
-    pub fn new(
-        id: String,
-        provider: &'static Provider,
-        base_url: reqwest::Url,
-        credential: Option<Credential>,
-    ) -> Self {
+    pub fn new(id: String, provider: &'static Provider, base_url: BaseUrl, credential: Option<Credential>) -> Self {
         let auth_headers = executor::auth_headers(provider.protocol, credential.as_ref().map(|c| c.0.as_str()));
         Self { id, provider, base_url, credential, auth_headers, oauth: false, disable_cooling: false }
     }
@@ -121,7 +116,7 @@ impl ConnectionRegistry {
                     continue;
                 }
             };
-            let Some(base_url) = parse_base_url(row.base_url.as_deref().unwrap_or(provider.default_base_url)) else {
+            let Some(base_url) = BaseUrl::parse(row.base_url.as_deref().unwrap_or(provider.default_base_url)) else {
                 tracing::warn!(connection_id = %row.id, "connection without a usable base URL skipped");
                 continue;
             };
@@ -132,13 +127,4 @@ impl ConnectionRegistry {
         self.snapshot.store(Arc::new(Snapshot::from_live(live)));
         Ok(())
     }
-}
-
-/// A base URL as the executor extends it: absolute, no trailing `/`.
-pub fn parse_base_url(raw: &str) -> Option<reqwest::Url> {
-    let trimmed = raw.trim().trim_end_matches('/');
-    if trimmed.is_empty() {
-        return None;
-    }
-    reqwest::Url::parse(trimmed).ok()
 }

@@ -52,7 +52,7 @@ mod tests {
             LiveConnection::new(
                 format!("c-{id}"),
                 catalog::find(id).unwrap(),
-                reqwest::Url::parse("http://x").unwrap(),
+                crate::upstream::executor::BaseUrl::parse("http://x").unwrap(),
                 None,
             )
         }))

@@ -12,9 +12,9 @@ use crate::{
         connections::{self, ConnectionRow},
         now_ms,
     },
-    routing::registry::{Credential, LiveConnection, parse_base_url},
+    routing::registry::{Credential, LiveConnection},
     state::AppState,
-    upstream::catalog,
+    upstream::{catalog, executor::BaseUrl},
 };
 
 pub async fn list(state: &AppState, provider: Option<&str>) -> Result<ConnectionList, ServiceError> {
@@ -147,7 +147,7 @@ pub async fn test(state: &AppState, id: &str) -> Result<ConnectionTestResult, Se
         Some(Err(e)) => return Ok(failed_test(0, 0, e.to_string())),
         None => None,
     };
-    let Some(base_url) = parse_base_url(row.base_url.as_deref().unwrap_or(provider.default_base_url)) else {
+    let Some(base_url) = BaseUrl::parse(row.base_url.as_deref().unwrap_or(provider.default_base_url)) else {
         return Ok(failed_test(0, 0, "the connection has no usable base URL".into()));
     };
     let conn = LiveConnection::new(row.id, provider, base_url, credential);
@@ -156,7 +156,8 @@ pub async fn test(state: &AppState, id: &str) -> Result<ConnectionTestResult, Se
         Err(e) => failed_test(0, started.elapsed().as_millis() as u64, e.to_string()),
         Ok(resp) => {
             let status = resp.status();
-            let body: serde_json::Value = resp.json().await.unwrap_or_default();
+            let body: serde_json::Value =
+                serde_json::from_slice(&resp.read_limited(MAX_MODEL_LIST).await).unwrap_or_default();
             let latency_ms = started.elapsed().as_millis() as u64;
             if status.is_success() {
                 ConnectionTestResult {
@@ -187,6 +188,9 @@ pub async fn test(state: &AppState, id: &str) -> Result<ConnectionTestResult, Se
     }
     Ok(result)
 }
+
+/// A model list larger than this is cut (and reads as no models).
+const MAX_MODEL_LIST: usize = 16 << 20;
 
 fn failed_test(status: u16, latency_ms: u64, error: String) -> ConnectionTestResult {
     ConnectionTestResult { ok: false, status, latency_ms, models: vec![], error: Some(error) }

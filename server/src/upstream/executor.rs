@@ -1,15 +1,33 @@
 //! Sends requests upstream. Headers are built from scratch for each
 //! provider protocol; nothing from the client's request is forwarded.
+//!
+//! The client is hyper's pooled client over our [`Connector`] — not a
+//! higher-level crate: the hot path needs no redirects, cookies or retry
+//! layers, and those cost a third of the CPU a proxied request takes.
 
 use app::types::Protocol;
 use bytes::Bytes;
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, USER_AGENT};
-use std::time::Duration;
+use futures_util::{StreamExt, stream::BoxStream};
+use http::{
+    HeaderMap, HeaderValue, Method, Request, StatusCode, Uri,
+    header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, PROXY_AUTHORIZATION, USER_AGENT},
+};
+use http_body_util::{BodyDataStream, BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::{
+    client::{
+        legacy::{Client, connect::HttpInfo},
+        proxy::matcher::Matcher,
+    },
+    rt::{TokioExecutor, TokioTimer},
+};
+use std::{net::IpAddr, time::Duration};
 use thread_local::ThreadLocal;
 
+use super::connector::Connector;
 use crate::routing::registry::LiveConnection;
 
-/// Why an upstream request got no HTTP response.
+/// Why an upstream request got no (complete) HTTP response.
 #[derive(Debug, thiserror::Error)]
 pub enum TransportError {
     #[error("could not connect to the upstream")]
@@ -30,31 +48,25 @@ impl TransportError {
         }
     }
 
-    pub fn from_reqwest(e: &reqwest::Error, timeout: Duration) -> Self {
-        if e.is_connect() {
-            Self::Connect
-        } else if e.is_timeout() {
-            Self::Timeout(timeout)
-        } else {
-            // Without the URL: it may name internal hosts.
-            Self::Network(e.without_url_ref().to_string())
-        }
+    fn from_client(e: &hyper_util::client::legacy::Error) -> Self {
+        if e.is_connect() { Self::Connect } else { Self::Network(causes(e)) }
     }
 }
 
-trait WithoutUrl {
-    fn without_url_ref(&self) -> String;
+/// An error with its causes, `outer: inner: …`. The HTTP stack's errors
+/// name no URL, so nothing internal leaks into logs or answers.
+fn causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
 }
 
-impl WithoutUrl for reqwest::Error {
-    fn without_url_ref(&self) -> String {
-        let mut s = self.to_string();
-        if let Some(url) = self.url() {
-            s = s.replace(url.as_str(), "<upstream>");
-        }
-        s
-    }
-}
+type HttpClient = Client<Connector, Full<Bytes>>;
 
 /// The HTTP clients and the timeouts every upstream call obeys.
 ///
@@ -64,8 +76,8 @@ impl WithoutUrl for reqwest::Error {
 /// thread twice per request. With per-thread pools a request, its
 /// upstream connection and its response stay on one thread.
 pub struct Executor {
-    clients: ThreadLocal<reqwest::Client>,
-    connect_timeout: Duration,
+    clients: ThreadLocal<HttpClient>,
+    connector: Connector,
     /// Time until the response starts (`FETCH_TIMEOUT_MS`).
     fetch_timeout: Duration,
 }
@@ -73,20 +85,21 @@ pub struct Executor {
 const UA: &str = concat!("omniroute-rs/", env!("CARGO_PKG_VERSION"));
 
 impl Executor {
-    /// Builds the calling thread's client at once, so a configuration the
-    /// HTTP stack refuses fails at start rather than on a request.
-    pub fn new(connect_timeout: Duration, fetch_timeout: Duration) -> reqwest::Result<Self> {
-        let clients = ThreadLocal::new();
-        clients.get_or_try(|| build_client(connect_timeout))?;
-        Ok(Self { clients, connect_timeout, fetch_timeout })
+    /// `proxies` decides which upstreams are reached through a proxy
+    /// (`Matcher::from_env()` in production).
+    pub fn new(connect_timeout: Duration, fetch_timeout: Duration, proxies: Matcher) -> Result<Self, rustls::Error> {
+        let connector = Connector::new(connect_timeout, proxies)?;
+        Ok(Self { clients: ThreadLocal::new(), connector, fetch_timeout })
     }
 
-    /// This thread's client. The settings were accepted once in `new`,
-    /// so building another can only fail if the system changed meanwhile.
-    fn client(&self) -> Result<&reqwest::Client, TransportError> {
-        self.clients
-            .get_or_try(|| build_client(self.connect_timeout))
-            .map_err(|e| TransportError::Network(format!("building the HTTP client failed: {e}")))
+    fn client(&self) -> &HttpClient {
+        self.clients.get_or(|| {
+            Client::builder(TokioExecutor::new())
+                .pool_timer(TokioTimer::new())
+                .pool_idle_timeout(Duration::from_secs(90))
+                .pool_max_idle_per_host(256)
+                .build(self.connector.clone())
+        })
     }
 
     /// POSTs `body` to `path` (e.g. `/chat/completions`) of the connection,
@@ -99,61 +112,127 @@ impl Executor {
         body: Bytes,
         stream: bool,
         extra: &HeaderMap,
-    ) -> Result<reqwest::Response, TransportError> {
-        let mut headers = conn.auth_headers.clone();
+    ) -> Result<UpstreamResponse, TransportError> {
+        let mut req = self.request(Method::POST, conn, path, body)?;
+        let headers = req.headers_mut();
         for (name, value) in extra {
             headers.insert(name, value.clone());
         }
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(ACCEPT, HeaderValue::from_static(if stream { "text/event-stream" } else { "application/json" }));
-        let req = self.client()?.post(endpoint(&conn.base_url, path)).headers(headers).body(body);
         self.send(req).await
     }
 
     /// Lists the models of a connection: a live check of its credential.
-    pub async fn list_models(&self, conn: &LiveConnection) -> Result<reqwest::Response, TransportError> {
-        let req = self
-            .client()?
-            .get(endpoint(&conn.base_url, models_path(conn.provider.protocol)))
-            .headers(conn.auth_headers.clone());
+    pub async fn list_models(&self, conn: &LiveConnection) -> Result<UpstreamResponse, TransportError> {
+        let req = self.request(Method::GET, conn, models_path(conn.provider.protocol), Bytes::new())?;
         self.send(req).await
     }
 
-    async fn send(&self, req: reqwest::RequestBuilder) -> Result<reqwest::Response, TransportError> {
-        match tokio::time::timeout(self.fetch_timeout, req.send()).await {
+    /// A request to `path` of the connection with its own headers.
+    fn request(
+        &self,
+        method: Method,
+        conn: &LiveConnection,
+        path: &str,
+        body: Bytes,
+    ) -> Result<Request<Full<Bytes>>, TransportError> {
+        let mut req = Request::new(Full::new(body));
+        *req.method_mut() = method;
+        *req.uri_mut() = conn.base_url.join(path)?;
+        *req.headers_mut() = conn.auth_headers.clone();
+        if let Some(auth) = self.connector.proxy_authorization(req.uri()) {
+            req.headers_mut().insert(PROXY_AUTHORIZATION, auth);
+        }
+        Ok(req)
+    }
+
+    async fn send(&self, req: Request<Full<Bytes>>) -> Result<UpstreamResponse, TransportError> {
+        match tokio::time::timeout(self.fetch_timeout, self.client().request(req)).await {
             Err(_) => Err(TransportError::Timeout(self.fetch_timeout)),
-            Ok(Err(e)) => Err(TransportError::from_reqwest(&e, self.fetch_timeout)),
-            Ok(Ok(resp)) => Ok(resp),
+            Ok(Err(e)) => Err(TransportError::from_client(&e)),
+            Ok(Ok(resp)) => Ok(UpstreamResponse(resp)),
         }
     }
 }
 
-fn build_client(connect_timeout: Duration) -> reqwest::Result<reqwest::Client> {
-    reqwest::Client::builder()
-        .connect_timeout(connect_timeout)
-        .pool_idle_timeout(Duration::from_secs(90))
-        .pool_max_idle_per_host(256)
-        .tcp_nodelay(true)
-        .build()
-}
+/// An upstream answer: status and headers read, the body still on the wire.
+pub struct UpstreamResponse(http::Response<Incoming>);
 
-/// The local address the response's connection left from: the egress
-/// IP the upstream saw, unless a NAT or proxy sits in between (SPEC §R7).
-pub fn egress_ip(resp: &reqwest::Response) -> Option<std::net::IpAddr> {
-    resp.extensions().get::<hyper_util::client::legacy::connect::HttpInfo>().map(|info| info.local_addr().ip())
-}
-
-/// `base` + `path`, without re-parsing the host for every request.
-/// `path` may carry a query (`…:streamGenerateContent?alt=sse`).
-fn endpoint(base: &reqwest::Url, path: &str) -> reqwest::Url {
-    let mut url = base.clone();
-    let (path, query) = path.split_once('?').map_or((path, None), |(p, q)| (p, Some(q)));
-    let joined = format!("{}{path}", base.path().trim_end_matches('/'));
-    url.set_path(&joined);
-    if query.is_some() {
-        url.set_query(query);
+impl UpstreamResponse {
+    pub fn status(&self) -> StatusCode {
+        self.0.status()
     }
-    url
+
+    pub fn headers(&self) -> &HeaderMap {
+        self.0.headers()
+    }
+
+    /// The local address the response's connection left from: the egress
+    /// IP the upstream saw, unless a NAT or proxy sits in between (SPEC §R7).
+    pub fn egress_ip(&self) -> Option<IpAddr> {
+        self.0.extensions().get::<HttpInfo>().map(|info| info.local_addr().ip())
+    }
+
+    /// The whole body; an error when the connection breaks before its end.
+    pub async fn bytes(self) -> Result<Bytes, TransportError> {
+        match self.0.into_body().collect().await {
+            Ok(body) => Ok(body.to_bytes()),
+            Err(e) => Err(TransportError::Network(causes(&e))),
+        }
+    }
+
+    /// At most `limit` bytes of the body (an error text, a model list):
+    /// whatever arrived before the limit or a broken connection.
+    pub async fn read_limited(self, limit: usize) -> Bytes {
+        let mut body = self.0.into_body();
+        let mut buf = Vec::new();
+        while let Some(Ok(frame)) = body.frame().await {
+            let Ok(chunk) = frame.into_data() else { continue };
+            let room = limit.saturating_sub(buf.len());
+            buf.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            if buf.len() >= limit {
+                break;
+            }
+        }
+        Bytes::from(buf)
+    }
+
+    /// The body's chunks as they arrive.
+    pub fn into_stream(self) -> BoxStream<'static, Result<Bytes, hyper::Error>> {
+        BodyDataStream::new(self.0.into_body()).boxed()
+    }
+}
+
+/// A connection's base URL, split once so that each request appends its
+/// path without parsing the host again.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BaseUrl {
+    /// `scheme://authority/path`, no trailing `/`.
+    prefix: String,
+    query: Option<String>,
+}
+
+impl BaseUrl {
+    /// An absolute `http`/`https` URL; trailing `/`s of its path dropped.
+    pub fn parse(raw: &str) -> Option<Self> {
+        let uri: Uri = raw.trim().parse().ok()?;
+        let scheme = uri.scheme_str().filter(|s| matches!(*s, "http" | "https"))?;
+        let authority = uri.authority().filter(|a| !a.host().is_empty())?;
+        let prefix = format!("{scheme}://{authority}{}", uri.path().trim_end_matches('/'));
+        Some(Self { prefix, query: uri.query().map(str::to_owned) })
+    }
+
+    /// The base + `path`; a query in `path` (`…:streamGenerateContent?alt=sse`)
+    /// replaces the base's.
+    fn join(&self, path: &str) -> Result<Uri, TransportError> {
+        let (path, query) = path.split_once('?').map_or((path, None), |(p, q)| (p, Some(q)));
+        let url = match query.or(self.query.as_deref()) {
+            Some(q) => format!("{}{path}?{q}", self.prefix),
+            None => format!("{}{path}", self.prefix),
+        };
+        Uri::try_from(url).map_err(|e| TransportError::Network(format!("invalid upstream URL: {e}")))
+    }
 }
 
 fn models_path(protocol: Protocol) -> &'static str {
@@ -193,16 +272,150 @@ pub fn auth_headers(protocol: Protocol, secret: Option<&str>) -> HeaderMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{routing::registry::Credential, upstream::catalog};
+    use tokio::{
+        io::{AsyncReadExt, AsyncWriteExt},
+        net::TcpListener,
+        sync::oneshot,
+    };
+
+    /// A server for one connection: hands over the request head it read,
+    /// answers `reply` and ends its side, then drains the socket (so
+    /// unread request bytes never turn the close into a reset).
+    async fn one_shot(reply: &'static [u8]) -> (String, oneshot::Receiver<String>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (tx, rx) = oneshot::channel();
+        tokio::spawn(async move {
+            let (mut sock, _) = listener.accept().await.unwrap();
+            let mut head = Vec::new();
+            while !head.ends_with(b"\r\n\r\n") {
+                let mut byte = [0u8];
+                if sock.read(&mut byte).await.unwrap_or(0) == 0 {
+                    break;
+                }
+                head.push(byte[0]);
+            }
+            let _ = tx.send(String::from_utf8_lossy(&head).into_owned());
+            sock.write_all(reply).await.unwrap();
+            sock.shutdown().await.unwrap();
+            let mut rest = [0u8; 1024];
+            while sock.read(&mut rest).await.is_ok_and(|n| n > 0) {}
+        });
+        (format!("127.0.0.1:{}", addr.port()), rx)
+    }
+
+    fn connection(base_url: &str) -> LiveConnection {
+        let provider = catalog::find("openai").unwrap();
+        LiveConnection::new(
+            "c1".into(),
+            provider,
+            BaseUrl::parse(base_url).unwrap(),
+            Some(Credential("sk-secret".into())),
+        )
+    }
+
+    fn executor(fetch_timeout: Duration, proxies: Matcher) -> Executor {
+        Executor::new(Duration::from_secs(5), fetch_timeout, proxies).unwrap()
+    }
+
+    async fn chat(executor: &Executor, conn: &LiveConnection) -> Result<UpstreamResponse, TransportError> {
+        executor.post(conn, "/chat/completions", Bytes::from_static(b"{}"), false, &HeaderMap::new()).await
+    }
+
+    #[tokio::test]
+    async fn plain_http_goes_to_the_proxy_in_absolute_form_with_its_credentials() {
+        let (proxy, head) = one_shot(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok").await;
+        let proxies = Matcher::builder().http(format!("http://user:pw@{proxy}")).build();
+        let exec = executor(Duration::from_secs(5), proxies);
+        // The upstream's name does not resolve: only the proxy can reach it.
+        let resp = chat(&exec, &connection("http://upstream.invalid/v1")).await.unwrap();
+        assert_eq!(resp.status(), 200);
+        assert_eq!(resp.bytes().await.unwrap(), "ok");
+        let head = head.await.unwrap().to_ascii_lowercase();
+        assert!(head.starts_with("post http://upstream.invalid/v1/chat/completions http/1.1\r\n"), "{head}");
+        assert!(head.contains("proxy-authorization: basic dxnlcjpwdw=="), "{head}");
+    }
+
+    #[tokio::test]
+    async fn https_is_tunnelled_so_the_proxy_never_sees_the_request() {
+        let (proxy, head) = one_shot(b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n").await;
+        let proxies = Matcher::builder().https(format!("http://user:pw@{proxy}")).build();
+        let exec = executor(Duration::from_secs(5), proxies);
+        let refused = chat(&exec, &connection("https://upstream.invalid/v1")).await;
+        assert!(matches!(refused, Err(TransportError::Connect)), "{:?}", refused.err());
+        let head = head.await.unwrap().to_ascii_lowercase();
+        assert!(head.starts_with("connect upstream.invalid:443 http/1.1\r\n"), "{head}");
+        assert!(head.contains("proxy-authorization: basic dxnlcjpwdw=="), "{head}");
+        assert!(!head.contains("sk-secret") && !head.contains("chat/completions"), "{head}");
+    }
+
+    #[tokio::test]
+    async fn no_proxy_hosts_are_reached_directly() {
+        let (upstream, head) = one_shot(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n").await;
+        let proxies = Matcher::builder().all("http://127.0.0.1:9").no("127.0.0.1").build();
+        let exec = executor(Duration::from_secs(5), proxies);
+        let resp = chat(&exec, &connection(&format!("http://{upstream}/v1"))).await.unwrap();
+        assert_eq!(resp.status(), 200);
+        let head = head.await.unwrap().to_ascii_lowercase();
+        assert!(head.starts_with("post /v1/chat/completions http/1.1\r\n"), "{head}");
+        assert!(head.contains("authorization: bearer sk-secret") && !head.contains("proxy-authorization"), "{head}");
+    }
+
+    #[tokio::test]
+    async fn https_upstreams_get_a_tls_handshake() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let conn = connection(&format!("https://{}/v1", listener.local_addr().unwrap()));
+        let first_byte = tokio::spawn(async move {
+            let (mut sock, _) = listener.accept().await.unwrap();
+            sock.read_u8().await.unwrap()
+        });
+        let exec = executor(Duration::from_secs(5), Matcher::builder().build());
+        let failed = chat(&exec, &conn).await;
+        // 0x16: a TLS handshake record (the ClientHello), not plain HTTP.
+        assert_eq!(first_byte.await.unwrap(), 0x16);
+        assert!(matches!(failed, Err(TransportError::Connect)), "{:?}", failed.err());
+    }
+
+    #[tokio::test]
+    async fn an_upstream_that_never_answers_times_out() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let exec = executor(Duration::from_millis(100), Matcher::builder().build());
+        let conn = connection(&format!("http://{}/v1", listener.local_addr().unwrap()));
+        let silent = chat(&exec, &conn).await;
+        assert!(matches!(silent, Err(TransportError::Timeout(_))), "{:?}", silent.err());
+    }
+
+    #[tokio::test]
+    async fn a_body_cut_short_is_a_network_error() {
+        let (upstream, _) = one_shot(b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 10\r\n\r\nabc").await;
+        let exec = executor(Duration::from_secs(5), Matcher::builder().build());
+        let resp = chat(&exec, &connection(&format!("http://{upstream}/v1"))).await.unwrap();
+        let cut = resp.bytes().await;
+        assert!(matches!(cut, Err(TransportError::Network(_))), "{:?}", cut.err());
+    }
+
+    fn join(base: &str, path: &str) -> String {
+        BaseUrl::parse(base).unwrap().join(path).unwrap().to_string()
+    }
 
     #[test]
     fn endpoints_join_the_base_path_and_keep_a_query() {
-        let base = reqwest::Url::parse("https://g.example/v1beta/").unwrap();
-        let url = endpoint(&base, "/models/m:streamGenerateContent?alt=sse");
-        assert_eq!(url.as_str(), "https://g.example/v1beta/models/m:streamGenerateContent?alt=sse");
-        let with_query = reqwest::Url::parse("https://a.example/openai?api-version=1").unwrap();
         assert_eq!(
-            endpoint(&with_query, "/chat/completions").as_str(),
+            join("https://g.example/v1beta/", "/models/m:streamGenerateContent?alt=sse"),
+            "https://g.example/v1beta/models/m:streamGenerateContent?alt=sse"
+        );
+        assert_eq!(
+            join("https://a.example/openai?api-version=1", "/chat/completions"),
             "https://a.example/openai/chat/completions?api-version=1"
         );
+        assert_eq!(join(" http://127.0.0.1:11434 ", "/v1/models"), "http://127.0.0.1:11434/v1/models");
+    }
+
+    #[test]
+    fn base_urls_must_be_absolute_http() {
+        for bad in ["", "/v1", "ftp://h.example/x", "localhost:8080", "http://", "not a url"] {
+            assert_eq!(BaseUrl::parse(bad), None, "{bad:?}");
+        }
     }
 }

@@ -2,4 +2,5 @@
 //! request building with headers made from scratch, and the HTTP executor.
 
 pub mod catalog;
+mod connector;
 pub mod executor;
