@@ -30,7 +30,8 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 #[derive(Clone)]
 pub struct Connector {
     direct: HttpsConnector<HttpConnector>,
-    tls: rustls::ClientConfig,
+    /// Shared: the client clones its connector for every request.
+    tls: Arc<rustls::ClientConfig>,
     proxies: Arc<Matcher>,
 }
 
@@ -46,7 +47,7 @@ impl Connector {
             .with_root_certificates(roots)
             .with_no_client_auth();
         let direct = https(tls.clone(), tcp);
-        Ok(Self { direct, tls, proxies: Arc::new(proxies) })
+        Ok(Self { direct, tls: Arc::new(tls), proxies: Arc::new(proxies) })
     }
 
     /// The `Proxy-Authorization` a request to `uri` carries: only plain
@@ -83,7 +84,7 @@ impl Service<Uri> for Connector {
             if let Some(auth) = proxy.basic_auth() {
                 tunnel = tunnel.with_auth(auth.clone());
             }
-            let mut tunneled = https(self.tls.clone(), tunnel);
+            let mut tunneled = https((*self.tls).clone(), tunnel);
             return Box::pin(async move { Ok(UpstreamIo::new(tunneled.call(dst).await?, false)) });
         }
         // Plain HTTP: talk to the proxy, which forwards the absolute-form
