@@ -7,7 +7,9 @@
 //! 1. throughput: c=32 non-stream requests, 3 rounds of (direct 4 s,
 //!    gateway 4 s), each after a 1 s warm-up; ratio = median round ratio;
 //! 2. light load: 20 req/s for 5 s per target, requests alternating between
-//!    direct and gateway → latency p50/p99, added = gateway − direct;
+//!    direct and gateway → latency p50/p99, added = gateway − direct; then
+//!    the same for `relay` (a bare hyper forwarder, `end2end/loadgen`): the
+//!    floor any proxy pays on this machine in this run;
 //! 3. streams: 50 stream requests per target, alternating → time to first chunk;
 //! 4. the translated path: throughput rounds as in 1, the gateway taking
 //!    Anthropic `/v1/messages` requests for an OpenAI upstream;
@@ -29,7 +31,7 @@ use std::{
 };
 
 use crate::{
-    e2e::start_stack,
+    e2e::{Service, start_stack},
     util::{self, cargo, step},
 };
 
@@ -48,6 +50,7 @@ struct Target {
 pub fn run() -> anyhow::Result<()> {
     step("build release binaries");
     util::run(cargo().args(["build", "--release", "-p", "server", "-p", "fake-upstream", "-p", "loadgen"]))?;
+    let bin = util::target_dir().join("release");
     let out_dir = util::target_dir().join("bench");
     let data_dir = out_dir.join("data");
     let _ = std::fs::remove_dir_all(&data_dir);
@@ -70,8 +73,17 @@ pub fn run() -> anyhow::Result<()> {
         model: "openai/fake-model",
         key: through.key.clone(),
     };
-    let mut report = measure(&direct, &through, &translated, gateway.pid())?;
-    drop((gateway, fake));
+    let mut relay_cmd = Command::new(bin.join("relay"));
+    relay_cmd.args(["--upstream", &fake_url]);
+    let (relay, relay_url) = Service::start(relay_cmd, "http://")?;
+    let relay_target = Target {
+        name: "relay",
+        url: format!("{}/v1/chat/completions", relay_url.trim()),
+        model: "fake-model",
+        key: None,
+    };
+    let mut report = measure(&direct, &through, &translated, &relay_target, gateway.pid())?;
+    drop((gateway, fake, relay));
     step("resilience gates micro-benchmark (100 providers × 10 connections)");
     let gates = util::output(cargo().args(["bench", "-q", "-p", "server", "--bench", "gates"]))?;
     report["gates"] = serde_json::from_str(gates.trim())?;
@@ -127,7 +139,7 @@ fn throughput_rounds(direct: &Target, gateway: &Target, pid: u32) -> anyhow::Res
     Ok(r)
 }
 
-fn measure(direct: &Target, gateway: &Target, translated: &Target, pid: u32) -> anyhow::Result<Value> {
+fn measure(direct: &Target, gateway: &Target, translated: &Target, relay: &Target, pid: u32) -> anyhow::Result<Value> {
     let rss_idle = rss_bytes(pid);
     step("throughput (c=32, 3 interleaved rounds)");
     let Rounds { direct_rps: d_rps, gateway_rps: g_rps, ratios, gateway_errors: g_errors, cpu_us_per_req, rss_peak } =
@@ -136,8 +148,9 @@ fn measure(direct: &Target, gateway: &Target, translated: &Target, pid: u32) -> 
     let t = throughput_rounds(direct, translated, pid)?;
 
     step("light load (20 req/s, alternating)");
-    let light = loadgen(direct, "light", Some(gateway))?;
-    let (d_light, g_light) = (latencies(&light, "latenciesMs"), latencies(&light, "vsLatenciesMs"));
+    let light = compare(&loadgen(direct, "light", Some(gateway))?, "gateway");
+    step("light load: reference relay (20 req/s, alternating with direct)");
+    let relay_light = compare(&loadgen(direct, "light", Some(relay))?, "relay");
     step("streams: time to first chunk (alternating)");
     let first = loadgen(direct, "stream", Some(gateway))?;
     let (d_first, g_first) = (latencies(&first, "latenciesMs"), latencies(&first, "vsLatenciesMs"));
@@ -153,12 +166,8 @@ fn measure(direct: &Target, gateway: &Target, translated: &Target, pid: u32) -> 
             "roundRatios": ratios,
             "gatewayErrors": g_errors,
         },
-        "lightLoadLatencyMs": {
-            "ratePerSec": 20,
-            "direct": {"p50": p(&d_light, 0.5), "p99": p(&d_light, 0.99)},
-            "gateway": {"p50": p(&g_light, 0.5), "p99": p(&g_light, 0.99)},
-            "added": {"p50": p(&g_light, 0.5) - p(&d_light, 0.5), "p99": p(&g_light, 0.99) - p(&d_light, 0.99)},
-        },
+        "lightLoadLatencyMs": light,
+        "referenceRelayLatencyMs": relay_light,
         "streamFirstChunkMs": {
             "direct": {"p50": p(&d_first, 0.5), "p99": p(&d_first, 0.99)},
             "gateway": {"p50": p(&g_first, 0.5), "p99": p(&g_first, 0.99)},
@@ -202,6 +211,19 @@ async fn setup(gw: &str, fake: &str) -> anyhow::Result<String> {
         .json()
         .await?;
     key["key"].as_str().map(str::to_owned).context("no key in the answer")
+}
+
+/// p50/p99 of both sides of an alternating phase (`vs` named `name`) and
+/// how much the `vs` side adds.
+fn compare(phase: &Value, name: &str) -> Value {
+    let (direct, other) = (latencies(phase, "latenciesMs"), latencies(phase, "vsLatenciesMs"));
+    let p = percentile;
+    json!({
+        "ratePerSec": 20,
+        "direct": {"p50": p(&direct, 0.5), "p99": p(&direct, 0.99)},
+        name: {"p50": p(&other, 0.5), "p99": p(&other, 0.99)},
+        "added": {"p50": p(&other, 0.5) - p(&direct, 0.5), "p99": p(&other, 0.99) - p(&direct, 0.99)},
+    })
 }
 
 /// Runs one `loadgen` phase (against `t`, alternating with `vs` when
@@ -293,6 +315,12 @@ fn print_report(r: &Value) {
         f("/lightLoadLatencyMs/added/p99"),
         f("/lightLoadLatencyMs/direct/p50"),
         f("/lightLoadLatencyMs/direct/p99")
+    );
+    println!(
+        "  reference relay    added p50 {:.3} ms   added p99 {:.3} ms   (a bare hyper forwarder; direct p50 {:.3})",
+        f("/referenceRelayLatencyMs/added/p50"),
+        f("/referenceRelayLatencyMs/added/p99"),
+        f("/referenceRelayLatencyMs/direct/p50")
     );
     println!(
         "stream first chunk   added p50 {:.3} ms   (direct p50 {:.3})",
