@@ -89,6 +89,8 @@ async fn bad_input_is_a_field_level_400_and_changes_nothing() {
         (json!({"provider": "openai", "name": ""}), "name"),
         (json!({"provider": "openai", "name": "x", "priority": "high"}), "priority"),
         (json!({"provider": "openai", "name": "x", "baseUrl": "not a url"}), "baseUrl"),
+        (json!({"provider": "openai", "name": "x", "baseUrl": "https://münchen.example/v1"}), "baseUrl"),
+        (json!({"provider": "openai", "name": "x", "baseUrl": "http://h.example:99999/v1"}), "baseUrl"),
         (json!({"provider": "openai-compatible", "name": "x"}), "baseUrl"),
         (json!({"provider": "openai", "name": "x", "maxConcurrent": 0}), "maxConcurrent"),
     ];
@@ -120,6 +122,28 @@ async fn bad_input_is_a_field_level_400_and_changes_nothing() {
     assert_eq!(bad_put.status(), 400);
     let c: Value = gw.api(Method::GET, &format!("/api/providers/{id}")).send().await.unwrap().json().await.unwrap();
     assert_eq!(c["connection"]["name"], "keep", "a rejected update changes nothing");
+    let uncallable = gw
+        .api(Method::PUT, &format!("/api/providers/{id}"))
+        .json(&json!({"name": "new", "baseUrl": "https://ex ample.invalid/v1"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(uncallable.status(), 400);
+    let unicode = gw
+        .api(Method::PUT, &format!("/api/providers/{id}"))
+        .json(&json!({"name": "new", "baseUrl": "https://münchen.example/v1"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unicode.status(), 400);
+    let err: Value = unicode.json().await.unwrap();
+    assert_eq!(err["error"]["details"][0]["field"], "baseUrl", "{err}");
+    let c: Value = gw.api(Method::GET, &format!("/api/providers/{id}")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(
+        (c["connection"]["name"].as_str(), c["connection"]["baseUrl"].as_str()),
+        (Some("keep"), Some("https://example.invalid/v1")),
+        "a rejected update changes nothing"
+    );
 
     let bad_key =
         gw.api(Method::POST, "/api/keys").json(&json!({"name": "k", "scopes": ["root"]})).send().await.unwrap();

@@ -30,6 +30,7 @@ pub async fn get(state: &AppState, id: &str) -> Result<ConnectionView, ServiceEr
 
 pub async fn create(state: &AppState, input: CreateConnection) -> Result<ConnectionView, ServiceError> {
     input.validate().map_err(ServiceError::Invalid)?;
+    check_callable(input.base_url.as_deref())?;
     let provider = catalog::find(input.provider.trim()).ok_or_else(|| {
         ServiceError::field(
             "provider",
@@ -84,6 +85,7 @@ pub async fn create(state: &AppState, input: CreateConnection) -> Result<Connect
 
 pub async fn update(state: &AppState, id: &str, input: UpdateConnection) -> Result<ConnectionView, ServiceError> {
     input.validate().map_err(ServiceError::Invalid)?;
+    check_callable(input.base_url.as_ref().and_then(Option::as_deref))?;
     let mut row = find(state, id).await?;
     if let Some(name) = input.name {
         row.name = name.trim().to_owned();
@@ -187,6 +189,19 @@ pub async fn test(state: &AppState, id: &str) -> Result<ConnectionTestResult, Se
         connections::save(&state.db, row).await?;
     }
     Ok(result)
+}
+
+/// The shared validator checks a base URL's shape (it also runs in the
+/// browser); this checks the HTTP client can call it, so a connection is
+/// never saved only to be skipped by routing.
+fn check_callable(base_url: Option<&str>) -> Result<(), ServiceError> {
+    match base_url.filter(|u| !u.trim().is_empty()) {
+        Some(u) if BaseUrl::parse(u).is_none() => Err(ServiceError::field(
+            "baseUrl",
+            "is not a URL the gateway can call: use an ASCII (punycode) host, a valid port, and percent-encode other characters",
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// A model list larger than this is cut (and reads as no models).

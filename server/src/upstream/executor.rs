@@ -204,6 +204,15 @@ impl UpstreamResponse {
     }
 }
 
+/// `http` parses a port out of range (`:99999`) as no port at all; a
+/// socket needs a real one.
+fn valid_port(authority: &http::uri::Authority) -> bool {
+    match authority.as_str().rsplit(authority.host()).next() {
+        Some("" | ":") => true,
+        _ => authority.port_u16().is_some(),
+    }
+}
+
 /// A connection's base URL, split once so that each request appends its
 /// path without parsing the host again.
 #[derive(Clone, Debug, PartialEq)]
@@ -218,7 +227,7 @@ impl BaseUrl {
     pub fn parse(raw: &str) -> Option<Self> {
         let uri: Uri = raw.trim().parse().ok()?;
         let scheme = uri.scheme_str().filter(|s| matches!(*s, "http" | "https"))?;
-        let authority = uri.authority().filter(|a| !a.host().is_empty())?;
+        let authority = uri.authority().filter(|a| !a.host().is_empty() && valid_port(a))?;
         let prefix = format!("{scheme}://{authority}{}", uri.path().trim_end_matches('/'));
         Some(Self { prefix, query: uri.query().map(str::to_owned) })
     }
@@ -410,11 +419,15 @@ mod tests {
             "https://a.example/openai/chat/completions?api-version=1"
         );
         assert_eq!(join(" http://127.0.0.1:11434 ", "/v1/models"), "http://127.0.0.1:11434/v1/models");
+        assert_eq!(join("http://[::1]:8080/v1", "/models"), "http://[::1]:8080/v1/models");
+        assert_eq!(join("https://u:p@h.example/v1", "/models"), "https://u:p@h.example/v1/models");
     }
 
     #[test]
     fn base_urls_must_be_absolute_http() {
-        for bad in ["", "/v1", "ftp://h.example/x", "localhost:8080", "http://", "not a url"] {
+        for bad in
+            ["", "/v1", "ftp://h.example/x", "localhost:8080", "http://", "not a url", "http://h.example:99999/v1"]
+        {
             assert_eq!(BaseUrl::parse(bad), None, "{bad:?}");
         }
     }
