@@ -42,6 +42,7 @@ fn main() {
                 model: "model-a",
                 oauth: false,
                 disable_cooling: false,
+                stall: false,
                 status,
                 headers: &headers,
                 body: "",

@@ -13,6 +13,10 @@ pub const DEFAULT_DATA_DIR: &str = "./data";
 pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 30_000;
 /// Time until the upstream response starts (`FETCH_TIMEOUT_MS`).
 pub const DEFAULT_FETCH_TIMEOUT_MS: u64 = 600_000;
+/// Time to a stream's first useful event (`STREAM_READINESS_TIMEOUT_MS`).
+pub const DEFAULT_STREAM_READINESS_TIMEOUT_MS: u64 = 80_000;
+/// Longest silence of a committed stream (`STREAM_IDLE_TIMEOUT_MS`).
+pub const DEFAULT_STREAM_IDLE_TIMEOUT_MS: u64 = 600_000;
 /// How long shutdown waits for in-flight requests and streams.
 pub const DEFAULT_SHUTDOWN_GRACE_MS: u64 = 30_000;
 /// Rows of `proxy_logs` kept; older ones are pruned.
@@ -78,6 +82,12 @@ pub struct Config {
     pub log_json: bool,
     pub connect_timeout: Duration,
     pub fetch_timeout: Duration,
+    /// Time from the start of a stream attempt to its first useful event
+    /// (`STREAM_READINESS_TIMEOUT_MS`), the wait for headers included.
+    pub stream_readiness_timeout: Duration,
+    /// Longest a committed stream may go without model output
+    /// (`STREAM_IDLE_TIMEOUT_MS`).
+    pub stream_idle_timeout: Duration,
     pub shutdown_grace: Duration,
     pub log_retention_rows: u64,
     pub max_body_bytes: usize,
@@ -142,6 +152,16 @@ impl Config {
                 DEFAULT_CONNECT_TIMEOUT_MS,
             )?),
             fetch_timeout: Duration::from_millis(parse_env(env, "FETCH_TIMEOUT_MS", DEFAULT_FETCH_TIMEOUT_MS)?),
+            stream_readiness_timeout: Duration::from_millis(parse_env(
+                env,
+                "STREAM_READINESS_TIMEOUT_MS",
+                DEFAULT_STREAM_READINESS_TIMEOUT_MS,
+            )?),
+            stream_idle_timeout: Duration::from_millis(parse_env(
+                env,
+                "STREAM_IDLE_TIMEOUT_MS",
+                DEFAULT_STREAM_IDLE_TIMEOUT_MS,
+            )?),
             shutdown_grace: Duration::from_millis(parse_env(
                 env,
                 "OMNIROUTE_SHUTDOWN_GRACE_MS",
@@ -213,6 +233,12 @@ mod tests {
         assert_eq!((c.host.as_str(), c.port), (DEFAULT_HOST, DEFAULT_PORT));
         assert_eq!(c.database_url, "sqlite://./data/omniroute.db");
         assert_eq!(c.fetch_timeout, Duration::from_millis(600_000));
+        assert_eq!(
+            (c.stream_readiness_timeout, c.stream_idle_timeout),
+            (Duration::from_secs(80), Duration::from_secs(600))
+        );
+        let c = Config::resolve(&Flags::default(), &env(&[("STREAM_READINESS_TIMEOUT_MS", "250")])).unwrap();
+        assert_eq!(c.stream_readiness_timeout, Duration::from_millis(250));
     }
 
     #[test]

@@ -77,7 +77,7 @@ pub async fn run(
         };
         let one = Call { caller, target: &target, body: body_for(provider.protocol, model)? };
         let mut run = TargetRun { candidates, cfg, probe };
-        match dispatch::try_connections(state, &one, &settings, &mut run).await {
+        match dispatch::try_connections(state, &one, &mut run).await {
             Ok(response) => {
                 state.engine.record_target_success(provider.id, pinned);
                 return Ok(response);

@@ -1,7 +1,8 @@
 //! Errors to `/v1` clients in their protocol's envelope (OpenAI
 //! `{"error":{"message","type","code","param"}}`, Anthropic
-//! `{"type":"error","error":{"type","message"}}`). Every 429 and 503 carries
-//! `Retry-After` (seconds, at least 1): a 429 without it is fatal to Codex.
+//! `{"type":"error","error":{"type","message"}}`). Every retryable status
+//! (429, 502, 503, 504, 529) carries `Retry-After` (seconds, at least 1): a
+//! 429 without it is fatal to Codex.
 
 use axum::{
     Json,
@@ -23,7 +24,7 @@ pub struct ProxyError {
     pub kind: &'static str,
     pub code: &'static str,
     pub param: Option<Box<str>>,
-    /// Seconds; `None` on a 429/503 still sends `Retry-After: 1`.
+    /// Seconds; `None` on a retryable status still sends `Retry-After: 1`.
     pub retry_after: Option<u64>,
     /// The last connection tried, for `X-OmniRoute-Selected-Connection-Id`.
     pub connection_id: Option<Box<str>>,
@@ -78,6 +79,12 @@ impl ProxyError {
         e
     }
 
+    /// Whether a client should retry this status later (and so gets
+    /// `Retry-After`).
+    pub fn is_retryable(status: StatusCode) -> bool {
+        matches!(status.as_u16(), 429 | 502 | 503 | 504 | 529)
+    }
+
     /// 400 naming the offending field.
     pub fn bad_field(param: impl Into<Box<str>>, message: impl Into<String>) -> Self {
         Self {
@@ -127,7 +134,7 @@ impl ProxyError {
         if let Some(p) = self.param {
             error["param"] = json!(p);
         }
-        let retry_after = matches!(self.status.as_u16(), 429 | 503).then(|| self.retry_after.unwrap_or(1).max(1));
+        let retry_after = Self::is_retryable(self.status).then(|| self.retry_after.unwrap_or(1).max(1));
         if let Some(s) = retry_after {
             error["retry_after"] = json!(s);
         }
@@ -183,8 +190,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_429_and_503_carries_retry_after() {
-        for status in [StatusCode::TOO_MANY_REQUESTS, StatusCode::SERVICE_UNAVAILABLE] {
+    fn every_retryable_status_carries_retry_after() {
+        let overloaded = StatusCode::from_u16(529).unwrap();
+        for status in [429, 502, 503, 504].map(|s| StatusCode::from_u16(s).unwrap()).into_iter().chain([overloaded]) {
             let resp = ProxyError::new(status, "server_error", "x", "m").into_response();
             assert_eq!(resp.headers()[RETRY_AFTER], "1");
         }
@@ -194,8 +202,10 @@ mod tests {
         }
         .into_response();
         assert_eq!(resp.headers()[RETRY_AFTER], "30");
-        let resp = ProxyError::bad_field("model", "missing").into_response();
-        assert!(resp.headers().get(RETRY_AFTER).is_none());
+        for status in [StatusCode::BAD_REQUEST, StatusCode::UNAUTHORIZED, StatusCode::INTERNAL_SERVER_ERROR] {
+            let resp = ProxyError::new(status, "x", "x", "m").into_response();
+            assert!(resp.headers().get(RETRY_AFTER).is_none(), "{status}");
+        }
     }
 
     #[test]

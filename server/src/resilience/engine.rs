@@ -74,6 +74,9 @@ pub struct AttemptFailure<'a> {
     /// Whether the connection is OAuth (else the API-key profile applies).
     pub oauth: bool,
     pub disable_cooling: bool,
+    /// A content stall (SPEC §R2): recorded on the connection, cooled only
+    /// when `streamStallCooldown.enabled`.
+    pub stall: bool,
     /// `None` for transport errors.
     pub status: Option<u16>,
     pub headers: &'a HeaderMap,
@@ -303,7 +306,7 @@ impl Engine {
         // connection; so does a quota verdict on a connection that opts
         // out of cooling.
         let model_scoped = rule.as_ref().is_some_and(|r| r.honored_scope && r.scope == RuleScope::Model);
-        let cool = !f.disable_cooling && !model_scoped;
+        let cool = !f.disable_cooling && !model_scoped && (!f.stall || settings.stream_stall_cooldown.enabled);
         let marked = health.mark_failure(&verdict, status, f.body, now, cool);
         slot.clean.store(*health == ConnectionHealth::default(), Ordering::Release);
         let health_now = health.clone();

@@ -198,9 +198,9 @@ impl UpstreamResponse {
         Bytes::from(buf)
     }
 
-    /// The body's chunks as they arrive.
-    pub fn into_stream(self) -> BoxStream<'static, Result<Bytes, hyper::Error>> {
-        BodyDataStream::new(self.0.into_body()).boxed()
+    /// The body's chunks as they arrive (an error as its causes' text).
+    pub fn into_stream(self) -> BoxStream<'static, Result<Bytes, String>> {
+        BodyDataStream::new(self.0.into_body()).map(|chunk| chunk.map_err(|e| causes(&e))).boxed()
     }
 }
 

@@ -18,6 +18,7 @@ fn failure<'a>(status: Option<u16>, headers: &'a HeaderMap) -> AttemptFailure<'a
         model: "gpt-4o",
         oauth: false,
         disable_cooling: false,
+        stall: false,
         status,
         headers,
         body: "",
@@ -169,4 +170,19 @@ fn the_window_gate_holds_a_combo_target_only_while_enabled() {
     assert_eq!(e.target_cooldown_ms("ollama", local, None, &s), 0, "a success clears the window");
     assert_eq!(e.target_cooldown_ms("ollama", local, Some("c9"), &s), 0);
     assert!(!e.windows_used.load(Ordering::Acquire), "empty again: the mutex is skipped");
+}
+
+#[test]
+fn a_stream_stall_is_recorded_but_cools_only_when_stall_cooldown_is_on() {
+    let (e, _clock, _rx) = engine();
+    let headers = HeaderMap::new();
+    let stall = AttemptFailure { stall: true, body: "the upstream stream stalled", ..failure(None, &headers) };
+    let mut settings = ResilienceSettings::default();
+    e.on_failure(&stall, &settings, &cfg(5), None);
+    let h = e.health("c1");
+    assert_eq!((h.rate_limited_until, h.last_error.as_deref()), (None, Some("the upstream stream stalled")));
+    assert!(e.exclusion("openai", "c1", "gpt-4o").is_none(), "still eligible");
+    settings.stream_stall_cooldown.enabled = true;
+    e.on_failure(&AttemptFailure { connection_id: "c2", ..stall }, &settings, &cfg(5), None);
+    assert!(e.health("c2").rate_limited_until.is_some(), "cooled once stall cooldown is on");
 }

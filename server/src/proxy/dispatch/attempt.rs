@@ -1,0 +1,221 @@
+//! The attempt guard: one upstream attempt from its first byte sent to its
+//! last byte relayed. It owns what must be finished exactly once — the
+//! breaker probe slot, the outcome report to the engine and the log row —
+//! and finishes on success, on failure, when the client goes away and on
+//! drop. A committed stream carries it in its body ([`Finish`]), so the
+//! engine hears how the stream ended (complete → success; broken, error
+//! event, stall → failure; client gone → nothing), not that its headers
+//! arrived.
+
+use http::HeaderMap;
+use std::sync::Arc;
+use tokio::time::Instant;
+
+use super::Call;
+use crate::{
+    protocols::ir,
+    proxy::{
+        stream::relay::{Finish, StreamEnd},
+        usage,
+    },
+    request_log::AttemptRecord,
+    resilience::{
+        breaker::BreakerConfig,
+        engine::{AttemptFailure, Outcome, Probe},
+    },
+    routing::registry::LiveConnection,
+    state::AppState,
+};
+
+/// Longest error text kept in a log row.
+const MAX_LOGGED_ERROR: usize = 500;
+
+/// A failure as the engine classifies it.
+pub struct Failed<'a> {
+    /// `None` for transport errors (connect, reset, timeout, stall).
+    pub status: Option<u16>,
+    pub headers: &'a HeaderMap,
+    /// The upstream's error text (credential already redacted).
+    pub body: &'a str,
+    /// A content stall: recorded, cooled only when `streamStallCooldown` is on.
+    pub stall: bool,
+}
+
+pub struct AttemptGuard {
+    state: Arc<AppState>,
+    pub conn: Arc<LiveConnection>,
+    model: String,
+    cfg: BreakerConfig,
+    probe: Option<Probe>,
+    started: Instant,
+    /// `Some` until the attempt finished.
+    record: Option<AttemptRecord>,
+}
+
+impl AttemptGuard {
+    pub fn start(
+        state: &Arc<AppState>,
+        call: &Call<'_>,
+        conn: &Arc<LiveConnection>,
+        cfg: &BreakerConfig,
+        probe: Option<Probe>,
+    ) -> Self {
+        let record = AttemptRecord { connection_id: Some(conn.id.clone()), ..super::log_row(call) };
+        Self {
+            state: state.clone(),
+            conn: conn.clone(),
+            model: call.target.model.clone(),
+            cfg: cfg.clone(),
+            probe,
+            started: Instant::now(),
+            record: Some(record),
+        }
+    }
+
+    pub fn started(&self) -> Instant {
+        self.started
+    }
+
+    /// The log row, while the attempt runs.
+    pub fn record(&mut self) -> Option<&mut AttemptRecord> {
+        self.record.as_mut()
+    }
+
+    /// The attempt served the client: the engine counts a success.
+    pub fn served(&mut self, status: u16) {
+        let Some(mut r) = self.record.take() else { return };
+        let (provider, conn) = (self.conn.provider.id, &self.conn.id);
+        self.state.engine.on_success(provider, conn, &self.model, &self.cfg, self.probe.take());
+        r.status = i32::from(status);
+        r.latency_ms = self.elapsed_ms();
+        tracing::debug!(request_id = %r.request_id, provider, connection_id = %conn, model = %r.model, status, latency_ms = r.latency_ms, "request served");
+        self.state.logs.record(r);
+    }
+
+    /// The attempt failed: the engine restates, classifies and applies the
+    /// failure; the log row names the reason (`kind`, else the verdict's).
+    pub fn failed(&mut self, f: &Failed<'_>, kind: Option<&'static str>, message: &str) -> Outcome {
+        let outcome = self.classify(f);
+        self.log_failure(outcome.status, kind.unwrap_or(outcome.verdict.reason.as_str()), message);
+        outcome
+    }
+
+    /// The engine's verdict on a failure, applied (cooldown, lockout,
+    /// breaker, egress siblings); the log row is still to be written.
+    pub fn classify(&mut self, f: &Failed<'_>) -> Outcome {
+        let settings = self.state.resilience.current();
+        let failure = AttemptFailure {
+            provider: self.conn.provider.id,
+            connection_id: &self.conn.id,
+            model: &self.model,
+            oauth: self.conn.oauth,
+            disable_cooling: self.conn.disable_cooling,
+            stall: f.stall,
+            status: f.status,
+            headers: f.headers,
+            body: f.body,
+            egress_ip: self.record.as_ref().and_then(|r| r.egress_ip.as_deref()?.parse().ok()),
+        };
+        let outcome = self.state.engine.on_failure(&failure, &settings, &self.cfg, self.probe.as_mut());
+        if let Some(ip) = self.state.engine.egress_lock_ip(&failure, &outcome, &settings) {
+            super::lock_egress_siblings(&self.state, &settings, &self.conn, ip, &outcome.verdict);
+        }
+        outcome
+    }
+
+    /// Writes the failed attempt's row (once). Alone, without
+    /// [`Self::classify`], the engine hears nothing of it (an early end of
+    /// stream retried on the same connection).
+    pub fn log_failure(&mut self, status: Option<u16>, kind: &'static str, message: &str) {
+        let Some(mut r) = self.record.take() else { return };
+        r.status = status.map_or(r.status, i32::from);
+        r.latency_ms = self.elapsed_ms();
+        r.error_kind = Some(kind.to_owned());
+        r.error_message = Some(truncate(&redact(message, &self.conn), MAX_LOGGED_ERROR));
+        tracing::warn!(request_id = %r.request_id, provider = %r.provider, connection_id = %self.conn.id, model = %r.model, status = r.status, reason = kind, "upstream attempt failed");
+        self.state.logs.record(r);
+    }
+
+    fn elapsed_ms(&self) -> i64 {
+        i64::try_from(self.started.elapsed().as_millis()).unwrap_or(i64::MAX)
+    }
+}
+
+impl Finish for AttemptGuard {
+    fn relayed(&mut self, client_chunk: &[u8]) {
+        let elapsed = self.elapsed_ms();
+        let Some(r) = self.record.as_mut() else { return };
+        r.ttfb_ms.get_or_insert(elapsed);
+        if let Some(u) = usage::from_sse_chunk(client_chunk) {
+            r.prompt_tokens = u.prompt_tokens;
+            r.completion_tokens = u.completion_tokens;
+            r.cached_tokens = u.cached();
+        }
+    }
+
+    fn finish(&mut self, end: StreamEnd, translated: Option<ir::Usage>) {
+        if let (Some(u), Some(r)) = (translated, self.record.as_mut()) {
+            r.prompt_tokens = i64::try_from(u.input_tokens).ok();
+            r.completion_tokens = i64::try_from(u.output_tokens).ok();
+            r.cached_tokens = u.cached_tokens.and_then(|c| i64::try_from(c).ok());
+        }
+        let message = end.message();
+        match end {
+            StreamEnd::Complete => self.served(200),
+            StreamEnd::ClientGone => self.client_gone(),
+            StreamEnd::Broken(_) | StreamEnd::UpstreamError(_) | StreamEnd::Stalled(_) => {
+                // The client saw a 200 and then the error event.
+                if let Some(r) = self.record.as_mut() {
+                    r.status = 200;
+                }
+                let stall = matches!(end, StreamEnd::Stalled(_));
+                let failed = Failed { status: None, headers: &HeaderMap::new(), body: &message, stall };
+                self.failed(&failed, end.kind(), &message);
+            }
+        }
+    }
+}
+
+impl AttemptGuard {
+    /// The client went away: counts for nothing (the probe slot is given
+    /// back); the row keeps the status the client saw.
+    fn client_gone(&mut self) {
+        let Some(mut r) = self.record.take() else { return };
+        r.latency_ms = self.elapsed_ms();
+        r.error_kind = Some("client_disconnected".to_owned());
+        r.error_message = Some(StreamEnd::ClientGone.message());
+        self.state.logs.record(r);
+    }
+}
+
+impl Drop for AttemptGuard {
+    fn drop(&mut self) {
+        self.client_gone();
+    }
+}
+
+/// Removes the connection's credential from text that may echo it.
+pub fn redact(text: &str, conn: &LiveConnection) -> String {
+    match &conn.credential {
+        Some(c) if c.0.len() >= 4 => text.replace(&c.0, "[redacted]"),
+        _ => text.to_owned(),
+    }
+}
+
+pub fn truncate(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncate_counts_chars() {
+        assert_eq!(truncate("héllo", 2), "hé…");
+        assert_eq!(truncate("hi", 5), "hi");
+    }
+}

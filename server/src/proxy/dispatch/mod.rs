@@ -1,0 +1,369 @@
+//! The attempt loop — read this to understand a request:
+//! the provider breaker gate (OPEN → 503 `provider_circuit_open`) →
+//! candidates (active connections of the target's provider, in priority
+//! order, limited by the key's allow-list) minus those excluded by a
+//! cooldown, a terminal state or a model lockout → attempt → on failure the
+//! engine restates, classifies and applies the verdict (cooldown, lockout,
+//! breaker), and the next connection is tried unless the verdict says the
+//! request itself is at fault → on success the engine clears the
+//! connection's errors, decays lockouts and counts a breaker success.
+//! When nothing could be attempted the answer says why and when to retry.
+//!
+//! Each attempt is an [`attempt::AttemptGuard`]: it writes the attempt's
+//! `proxy_logs` row and reports its outcome exactly once — for a stream,
+//! when the stream ends (see `stream`). A stream is committed to the
+//! client only at its first useful event (SPEC §R6); until then an attempt
+//! that times out, breaks or ends early is retried or failed over like any
+//! other failure.
+
+mod answer;
+pub mod attempt;
+mod streaming;
+
+use app::types::{Protocol, settings::ResilienceSettings};
+use axum::{
+    http::{HeaderMap, StatusCode},
+    response::Response,
+};
+use bytes::Bytes;
+use std::{sync::Arc, time::Duration};
+
+use self::{
+    answer::{all_excluded, all_failed},
+    attempt::{AttemptGuard, Failed, redact},
+};
+use super::{
+    cooldown_wait::{AbandonedWait, CooldownWaits},
+    errors::ProxyError,
+};
+use crate::{
+    auth::api_keys::KeyEntry,
+    db::now_ms,
+    protocols::translate,
+    request_log::AttemptRecord,
+    resilience::{
+        breaker::BreakerConfig,
+        classify::Verdict,
+        engine::{self, Exclusion, Probe},
+    },
+    routing::{
+        registry::{LiveConnection, Snapshot},
+        resolve::Target,
+    },
+    state::AppState,
+    upstream::{
+        catalog::Provider,
+        executor::{TransportError, UpstreamResponse},
+    },
+};
+
+static NO_HEADERS: std::sync::LazyLock<HeaderMap> = std::sync::LazyLock::new(HeaderMap::new);
+
+/// Largest upstream error body read (the rest is ignored).
+const MAX_ERROR_BODY: usize = 64 * 1024;
+/// Longest wait for an error body once its status arrived: an error body
+/// that takes longer comes from a stuck upstream.
+const ERROR_BODY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Everything about a client request but its target: who asks, on which
+/// endpoint, in which protocol. One per request, shared by every target a
+/// combo tries.
+pub struct Caller<'a> {
+    pub request_id: &'a str,
+    pub endpoint: &'static str,
+    /// The protocol the client speaks (and wants its answer in).
+    pub client: Protocol,
+    pub stream: bool,
+    pub key: Option<&'a KeyEntry>,
+    /// Client headers for an upstream of the client's own protocol.
+    pub passthrough_headers: &'a HeaderMap,
+}
+
+/// One client request, ready to send to one target.
+pub struct Call<'a> {
+    pub caller: &'a Caller<'a>,
+    pub target: &'a Target,
+    /// The body in the target provider's protocol.
+    pub body: Bytes,
+}
+
+/// Why one attempt did not produce the answer.
+pub struct Failure {
+    connection_id: String,
+    /// `None` for transport errors.
+    status: Option<u16>,
+    retry_after: Option<u64>,
+    message: String,
+    /// The client's error code when this failure is the last (a stream
+    /// that never became ready).
+    code: Option<StreamCode>,
+}
+
+/// How a stream failed before it was committed (SPEC §R6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamCode {
+    /// `502 STREAM_EARLY_EOF`.
+    EarlyEof,
+    /// `504 STREAM_READINESS_TIMEOUT`.
+    ReadinessTimeout,
+}
+
+/// What one attempt came to.
+enum Tried {
+    /// The answer for the client (served, or the request's own fault).
+    Answer(Response),
+    /// Try the next connection.
+    Failed(Failure),
+    /// The stream ended before its first useful event: the same
+    /// connection may be tried once more, unmarked.
+    EarlyEof(Failure),
+}
+
+/// The active connections of `provider` this request may use (the key's
+/// allow-list, and a combo target's pinned connection), in routing order.
+pub fn candidates<'s>(
+    snapshot: &'s Snapshot,
+    provider: &Provider,
+    key: Option<&KeyEntry>,
+    pinned: Option<&str>,
+) -> Vec<&'s Arc<LiveConnection>> {
+    snapshot
+        .candidates(provider.id)
+        .iter()
+        .filter(|c| key.is_none_or(|k| k.may_use(&c.id)) && pinned.is_none_or(|p| p == c.id))
+        .collect()
+}
+
+/// A single-model request: the provider's connections in order, waiting
+/// for a cooldown when every one is cooling.
+pub async fn run(state: &Arc<AppState>, snapshot: &Snapshot, call: Call<'_>) -> Result<Response, ProxyError> {
+    let provider = call.target.provider;
+    let candidates = candidates(snapshot, provider, call.caller.key, None);
+    if candidates.is_empty() {
+        return Err(ProxyError::new(
+            StatusCode::NOT_FOUND,
+            "invalid_request_error",
+            "no_credentials",
+            format!("No active credentials for provider: {}", provider.id),
+        ));
+    }
+    let settings = state.resilience.current();
+    let cfg = engine::breaker_config(&settings, provider.category);
+    let probe = state.engine.admit(provider.id, &cfg).map_err(|ms| ProxyError::circuit_open(provider.id, ms))?;
+    let mut target = TargetRun { candidates, cfg, probe };
+    let mut waits = CooldownWaits::default();
+    loop {
+        let unserved = match try_connections(state, &call, &mut target).await {
+            Ok(response) => return Ok(response),
+            Err(u) => u,
+        };
+        if !unserved.failures.is_empty() {
+            return Err(all_failed(provider.id, unserved.failures));
+        }
+        match waits.next(&settings.wait_for_cooldown, &unserved.excluded) {
+            Some(ms) => {
+                tracing::info!(
+                    request_id = call.caller.request_id,
+                    provider = provider.id,
+                    wait_ms = ms,
+                    "every connection is cooling; waiting for the first"
+                );
+                let wait = AbandonedWait::arm(state, log_row(&call), ms);
+                state.engine.sleep(ms).await;
+                wait.disarm();
+            }
+            None => return Err(all_excluded(provider.id, &call.target.model, &unserved.excluded)),
+        }
+    }
+}
+
+/// One target's connections and breaker admission.
+pub struct TargetRun<'a> {
+    pub candidates: Vec<&'a Arc<LiveConnection>>,
+    pub cfg: BreakerConfig,
+    pub probe: Option<Probe>,
+}
+
+/// Why no connection of a target served: the failed attempts, and the
+/// connections skipped without an attempt.
+pub struct Unserved {
+    failures: Vec<Failure>,
+    pub excluded: Vec<Exclusion>,
+}
+
+impl Unserved {
+    pub fn attempted(&self) -> bool {
+        !self.failures.is_empty()
+    }
+
+    /// The client error for a target whose attempts all failed.
+    pub fn into_error(self, provider: &str) -> ProxyError {
+        all_failed(provider, self.failures)
+    }
+}
+
+/// Tries each usable connection of the target, in order; a stream that
+/// ended before its first event gets one more try on the same connection.
+pub async fn try_connections(
+    state: &Arc<AppState>,
+    call: &Call<'_>,
+    t: &mut TargetRun<'_>,
+) -> Result<Response, Unserved> {
+    let provider = call.target.provider;
+    let mut failures = Vec::new();
+    let mut excluded = Vec::new();
+    for conn in &t.candidates {
+        if let Some(why) = state.engine.exclusion(provider.id, &conn.id, &call.target.model) {
+            excluded.push(why);
+            continue;
+        }
+        let mut early_eof_retry = true;
+        loop {
+            let guard = AttemptGuard::start(state, call, conn, &t.cfg, t.probe.take());
+            match attempt(state, call, guard).await {
+                Tried::Answer(response) => return Ok(response),
+                Tried::EarlyEof(_) if std::mem::take(&mut early_eof_retry) => continue,
+                Tried::Failed(f) | Tried::EarlyEof(f) => {
+                    failures.push(f);
+                    break;
+                }
+            }
+        }
+    }
+    Err(Unserved { failures, excluded })
+}
+
+/// One attempt on one connection, to its answer or its failure.
+async fn attempt(state: &Arc<AppState>, call: &Call<'_>, mut guard: AttemptGuard) -> Tried {
+    let conn = guard.conn.clone();
+    let upstream = conn.provider.protocol;
+    let stream = call.caller.stream;
+    // A stream's readiness budget covers the wait for its headers too.
+    let deadline =
+        guard.started() + if stream { state.config.stream_readiness_timeout } else { state.config.fetch_timeout };
+    let extra = if upstream == call.caller.client { call.caller.passthrough_headers } else { &*NO_HEADERS };
+    let path = translate::upstream_path(upstream, &call.target.model, stream);
+    let post = state.executor.post(&conn, &path, call.body.clone(), stream, extra);
+    let sent = match tokio::time::timeout_at(deadline, post).await {
+        Ok(sent) => sent,
+        Err(_) => {
+            let e = TransportError::Timeout(state.config.stream_readiness_timeout);
+            return Tried::Failed(transport_failure(&mut guard, &e, Some(StreamCode::ReadinessTimeout)));
+        }
+    };
+    let resp = match sent {
+        Ok(resp) => resp,
+        Err(e) => return Tried::Failed(transport_failure(&mut guard, &e, None)),
+    };
+    record_egress(state, &mut guard, &resp);
+    if !resp.status().is_success() {
+        return error_status(call, guard, resp, deadline).await;
+    }
+    if stream {
+        streaming::open(state, call, guard, resp, deadline).await
+    } else {
+        answer::json(state, call, guard, resp).await
+    }
+}
+
+/// Remembers where the attempt left from (the log row, and the egress map
+/// of egress-bucketed providers, SPEC §R7).
+fn record_egress(state: &AppState, guard: &mut AttemptGuard, resp: &UpstreamResponse) {
+    let Some(ip) = resp.egress_ip() else { return };
+    if let Some(r) = guard.record() {
+        r.egress_ip = Some(ip.to_string());
+    }
+    let provider = guard.conn.provider.id;
+    if state.resilience.current().egress_ip_lock_providers.iter().any(|p| p == provider) {
+        state.engine.record_egress(&guard.conn.id, ip);
+    }
+}
+
+/// An upstream error status: its body (bounded in size and time) is
+/// classified; the request fails over unless it is itself at fault.
+async fn error_status(
+    call: &Call<'_>,
+    mut guard: AttemptGuard,
+    resp: UpstreamResponse,
+    deadline: tokio::time::Instant,
+) -> Tried {
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let until = deadline.min(tokio::time::Instant::now() + ERROR_BODY_TIMEOUT);
+    let Ok(raw) = tokio::time::timeout_at(until, resp.read_limited(MAX_ERROR_BODY)).await else {
+        let e = TransportError::Timeout(ERROR_BODY_TIMEOUT);
+        return Tried::Failed(transport_failure(&mut guard, &e, None));
+    };
+    let body = redact(&String::from_utf8_lossy(&raw), &guard.conn);
+    let failed = Failed { status: Some(status), headers: &headers, body: &body, stall: false };
+    let outcome = guard.classify(&failed);
+    if !outcome.verdict.should_fallback {
+        guard.log_failure(Some(status), "client_error", &body);
+        return Tried::Answer(answer::client_error(
+            call,
+            &guard.conn,
+            status,
+            &headers,
+            body,
+            outcome.retry_after_secs,
+        ));
+    }
+    let message = answer::error_message(status, &body);
+    guard.log_failure(outcome.status, outcome.verdict.reason.as_str(), &message);
+    Tried::Failed(Failure {
+        connection_id: guard.conn.id.clone(),
+        status: outcome.status,
+        retry_after: outcome.retry_after_secs,
+        message: redact(&message, &guard.conn),
+        code: None,
+    })
+}
+
+/// A failure with no HTTP answer (connect, reset, timeout): the engine
+/// classifies it like any other.
+fn transport_failure(guard: &mut AttemptGuard, e: &TransportError, code: Option<StreamCode>) -> Failure {
+    let message = e.to_string();
+    guard.failed(
+        &Failed { status: None, headers: &NO_HEADERS, body: &message, stall: false },
+        Some(e.kind()),
+        &message,
+    );
+    Failure { connection_id: guard.conn.id.clone(), status: None, retry_after: None, message, code }
+}
+
+/// The egress-bucketed lock (SPEC §R7): a quota or rate-limit 429 on
+/// `failing` also cools the allow-listed connections that left through the
+/// same IP, except those that opt out of cooling.
+fn lock_egress_siblings(
+    state: &AppState,
+    settings: &ResilienceSettings,
+    failing: &LiveConnection,
+    ip: std::net::IpAddr,
+    verdict: &Verdict,
+) {
+    let snapshot = state.connections.snapshot();
+    let pool = settings
+        .egress_ip_lock_providers
+        .iter()
+        .flat_map(|p| snapshot.candidates(p))
+        .filter(|c| !c.disable_cooling)
+        .map(|c| c.id.as_str());
+    let cooled = state.engine.cool_egress_siblings(&failing.id, ip, verdict, pool);
+    if !cooled.is_empty() {
+        tracing::warn!(connection_id = %failing.id, egress_ip = %ip, siblings = ?cooled, reason = verdict.reason.as_str(), "limit hit on a shared egress IP; its siblings cool too");
+    }
+}
+
+/// The log row of a request to its target, before any connection is
+/// chosen (also the row of a request that gave up waiting for a cooldown).
+fn log_row(call: &Call<'_>) -> AttemptRecord {
+    AttemptRecord {
+        created_at: now_ms(),
+        request_id: call.caller.request_id.to_owned(),
+        endpoint: call.caller.endpoint.to_owned(),
+        provider: call.target.provider.id.to_owned(),
+        model: call.target.model.clone(),
+        stream: call.caller.stream,
+        ..AttemptRecord::default()
+    }
+}

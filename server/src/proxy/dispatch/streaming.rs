@@ -1,0 +1,83 @@
+//! A stream attempt up to its commit point (SPEC §R6): the upstream
+//! answered 2xx; the readiness gate reads until its first useful event.
+//! Only then does the client get a response — the relay, carrying the
+//! attempt guard to the stream's last byte. A stream that times out,
+//! breaks or reports an error before that fails like any attempt; one that
+//! ends early is retried once on the same connection without marking it.
+
+use axum::{
+    body::Body,
+    http::{HeaderValue, header},
+    response::Response,
+};
+use tokio::time::Instant;
+
+use super::{AttemptGuard, Call, Failed, Failure, NO_HEADERS, StreamCode, Tried, answer::insert_connection};
+use crate::{
+    db::now_ms,
+    protocols::translate::StreamTranslator,
+    proxy::stream::{
+        progress::Watch,
+        readiness::{self, NotReady},
+        relay::{Committed, Relay},
+    },
+    state::AppState,
+    upstream::executor::UpstreamResponse,
+};
+
+pub(super) async fn open(
+    state: &AppState,
+    call: &Call<'_>,
+    mut guard: AttemptGuard,
+    resp: UpstreamResponse,
+    deadline: Instant,
+) -> Tried {
+    let conn = guard.conn.clone();
+    let upstream = conn.provider.protocol;
+    let client = call.caller.client;
+    let content_type = (upstream == client)
+        .then(|| resp.headers().get(header::CONTENT_TYPE).and_then(|v| HeaderValue::from_bytes(v.as_bytes()).ok()))
+        .flatten();
+    let mut body = resp.into_stream();
+    let mut watch = Watch::new(upstream);
+    let ready = match readiness::first_event(&mut body, &mut watch, deadline).await {
+        Ok(ready) => ready,
+        Err(why) => return not_ready(&mut guard, why, state),
+    };
+    let translator = (upstream != client).then(|| StreamTranslator::new(upstream, client, now_ms() / 1000));
+    let committed = Committed { held: ready.held, ended: ready.ended, watch };
+    let relay = Relay::new(body, committed, state.config.stream_idle_timeout, client, translator, guard);
+    let mut response = Response::new(Body::from_stream(relay));
+    let h = response.headers_mut();
+    h.insert(header::CONTENT_TYPE, content_type.unwrap_or(HeaderValue::from_static("text/event-stream")));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    insert_connection(h, &conn.id);
+    Tried::Answer(response)
+}
+
+/// The stream failed before its commit point.
+fn not_ready(guard: &mut AttemptGuard, why: NotReady, state: &AppState) -> Tried {
+    let failure = |guard: &AttemptGuard, message: String, code| Failure {
+        connection_id: guard.conn.id.clone(),
+        status: None,
+        retry_after: None,
+        message,
+        code,
+    };
+    let (message, kind, code) = match why {
+        NotReady::EarlyEof => {
+            let message = "the upstream stream ended before its first event".to_owned();
+            guard.log_failure(Some(200), "stream_early_eof", &message);
+            return Tried::EarlyEof(failure(guard, message, Some(StreamCode::EarlyEof)));
+        }
+        NotReady::Timeout => {
+            let ms = state.config.stream_readiness_timeout.as_millis();
+            let message = format!("Stream produced no non-ping SSE event within {ms}ms");
+            (message, "timeout", Some(StreamCode::ReadinessTimeout))
+        }
+        NotReady::Broken(e) => (format!("the upstream stream was interrupted: {e}"), "network_error", None),
+        NotReady::Failed(e) => (format!("the upstream stream failed: {e}"), "stream_error", None),
+    };
+    guard.failed(&Failed { status: None, headers: &NO_HEADERS, body: &message, stall: false }, Some(kind), &message);
+    Tried::Failed(failure(guard, message, code))
+}

@@ -1,0 +1,231 @@
+//! Relays a committed upstream SSE stream: bytes go to the client as they
+//! arrive (no buffering; translated event by event when the upstream
+//! speaks another protocol), watched by the content-stall watchdog
+//! (SPEC §R6: no model output for `STREAM_IDLE_TIMEOUT_MS` → the attempt
+//! is aborted). Whatever ends the stream — its last byte, a broken
+//! connection, an error event, a stall, the client going away — is
+//! reported exactly once to the attempt's [`Finish`], so the engine hears
+//! how the stream ended, not that its headers arrived. A stream that fails
+//! after commit is never replayed: it ends with the error event of the
+//! client's protocol.
+
+use app::types::Protocol;
+use bytes::Bytes;
+use futures_util::{Stream, stream::BoxStream};
+use std::{
+    collections::VecDeque,
+    pin::Pin,
+    task::{Context, Poll},
+    time::Duration,
+};
+use tokio::time::{Instant, Sleep};
+
+use super::progress::Watch;
+use crate::protocols::{
+    anthropic, gemini_inbound, ir, sse,
+    translate::{self, StreamTranslator},
+};
+
+/// How a relayed stream ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StreamEnd {
+    /// The upstream finished the stream.
+    Complete,
+    /// The upstream connection broke mid-stream.
+    Broken(String),
+    /// The upstream reported an error inside the stream.
+    UpstreamError(String),
+    /// No model output within the stall budget.
+    Stalled(Duration),
+    /// The client went away first.
+    ClientGone,
+}
+
+impl StreamEnd {
+    /// The `error_kind` of the attempt's log row.
+    pub fn kind(&self) -> Option<&'static str> {
+        match self {
+            Self::Complete => None,
+            Self::Broken(_) | Self::UpstreamError(_) => Some("stream_interrupted"),
+            Self::Stalled(_) => Some("stream_stalled"),
+            Self::ClientGone => Some("client_disconnected"),
+        }
+    }
+
+    pub fn message(&self) -> String {
+        match self {
+            Self::Complete => String::new(),
+            Self::Broken(e) => format!("the upstream stream was interrupted: {e}"),
+            Self::UpstreamError(e) => format!("the upstream stream failed: {e}"),
+            Self::Stalled(d) => format!("the upstream stream stalled: no model output for {} s", d.as_secs()),
+            Self::ClientGone => "the client closed the stream early".to_owned(),
+        }
+    }
+}
+
+/// The attempt behind a stream: told about every chunk the client gets,
+/// and, once, how the stream ended.
+pub trait Finish: Send + Unpin + 'static {
+    fn relayed(&mut self, client_chunk: &[u8]);
+    fn finish(&mut self, end: StreamEnd, usage: Option<ir::Usage>);
+}
+
+/// The committed part of a stream.
+pub struct Committed {
+    /// The chunks the readiness gate read (sent first).
+    pub held: Vec<Bytes>,
+    /// The upstream already closed after them.
+    pub ended: bool,
+    /// The reader that watched them, to go on where it stopped.
+    pub watch: Watch,
+}
+
+/// An upstream body as the relay reads it (errors as their text).
+pub type Upstream = BoxStream<'static, Result<Bytes, String>>;
+
+pub struct Relay<F: Finish> {
+    upstream: Upstream,
+    held: VecDeque<Bytes>,
+    upstream_ended: bool,
+    watch: Watch,
+    stall: Pin<Box<Sleep>>,
+    stall_budget: Duration,
+    client: Protocol,
+    translator: Option<StreamTranslator>,
+    /// An error event the upstream sent (passed through as it is).
+    upstream_error: Option<String>,
+    /// `Some` until the stream ended.
+    attempt: Option<F>,
+}
+
+impl<F: Finish> Relay<F> {
+    pub fn new(
+        upstream: Upstream,
+        committed: Committed,
+        stall_budget: Duration,
+        client: Protocol,
+        translator: Option<StreamTranslator>,
+        attempt: F,
+    ) -> Self {
+        Self {
+            upstream,
+            held: committed.held.into(),
+            upstream_ended: committed.ended,
+            watch: committed.watch,
+            stall: Box::pin(tokio::time::sleep(stall_budget)),
+            stall_budget,
+            client,
+            translator,
+            upstream_error: None,
+            attempt: Some(attempt),
+        }
+    }
+
+    fn usage(&self) -> Option<ir::Usage> {
+        self.translator.as_ref().and_then(StreamTranslator::usage)
+    }
+
+    fn end(&mut self, end: StreamEnd) {
+        let usage = self.usage();
+        if let Some(mut a) = self.attempt.take() {
+            a.finish(end, usage);
+        }
+    }
+
+    /// Ends the stream with an error event the client understands.
+    fn fail(&mut self, end: StreamEnd) -> Bytes {
+        let message = end.message();
+        self.end(end);
+        match (&mut self.translator, self.client) {
+            (Some(t), _) => t.fail(&message),
+            (None, Protocol::Anthropic) => {
+                sse::frame(Some("error"), &anthropic::error_body("api_error", &message).to_string())
+            }
+            (None, Protocol::Responses) => translate::responses_error_frame(&message),
+            (None, Protocol::Gemini) => sse::frame(None, &gemini_inbound::error_body(500, &message).to_string()),
+            (None, _) => translate::openai_error_frame(&message),
+        }
+    }
+
+    /// The upstream closed: the translator's closing frames, if any.
+    fn complete(&mut self) -> Option<Bytes> {
+        if let Some(e) = self.watch.finish().error {
+            self.upstream_error.get_or_insert(e);
+        }
+        let tail = match self.translator.as_mut().map(StreamTranslator::finish) {
+            None => None,
+            Some(Ok(tail)) => Some(tail),
+            Some(Err(e)) => return Some(self.fail(StreamEnd::UpstreamError(e.0))),
+        };
+        let end = self.upstream_error.take().map_or(StreamEnd::Complete, StreamEnd::UpstreamError);
+        self.end(end);
+        tail.filter(|t| !t.is_empty())
+    }
+
+    /// The next upstream chunk, watched; `Err` carries the stream's last frame.
+    fn poll_upstream(&mut self, cx: &mut Context<'_>) -> Poll<Result<Bytes, Option<Bytes>>> {
+        if let Some(chunk) = self.held.pop_front() {
+            return Poll::Ready(Ok(chunk));
+        }
+        if self.upstream_ended {
+            return Poll::Ready(Err(self.complete()));
+        }
+        match self.upstream.as_mut().poll_next(cx) {
+            Poll::Pending => match self.stall.as_mut().poll(cx) {
+                Poll::Ready(()) => Poll::Ready(Err(Some(self.fail(StreamEnd::Stalled(self.stall_budget))))),
+                Poll::Pending => Poll::Pending,
+            },
+            Poll::Ready(Some(Ok(chunk))) => {
+                let seen = self.watch.feed(&chunk);
+                if seen.output {
+                    let at = Instant::now() + self.stall_budget;
+                    self.stall.as_mut().reset(at);
+                }
+                if let Some(e) = seen.error {
+                    self.upstream_error.get_or_insert(e);
+                }
+                Poll::Ready(Ok(chunk))
+            }
+            Poll::Ready(Some(Err(e))) => Poll::Ready(Err(Some(self.fail(StreamEnd::Broken(e))))),
+            Poll::Ready(None) => Poll::Ready(Err(self.complete())),
+        }
+    }
+}
+
+impl<F: Finish> Stream for Relay<F> {
+    type Item = Result<Bytes, std::io::Error>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        loop {
+            if this.attempt.is_none() {
+                return Poll::Ready(None);
+            }
+            let chunk = match this.poll_upstream(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Err(last)) => return Poll::Ready(last.map(Ok)),
+                Poll::Ready(Ok(chunk)) => chunk,
+            };
+            let out = match this.translator.as_mut().map(|t| t.chunk(&chunk)) {
+                None => chunk,
+                Some(Ok(out)) => out,
+                Some(Err(e)) => return Poll::Ready(Some(Ok(this.fail(StreamEnd::UpstreamError(e.0))))),
+            };
+            if !out.is_empty() {
+                if let Some(a) = this.attempt.as_mut() {
+                    a.relayed(&out);
+                }
+                return Poll::Ready(Some(Ok(out)));
+            }
+        }
+    }
+}
+
+impl<F: Finish> Drop for Relay<F> {
+    fn drop(&mut self) {
+        self.end(StreamEnd::ClientGone);
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,112 @@
+//! The relay on paused tokio time with an in-process upstream: no sockets,
+//! exact budgets.
+
+use super::*;
+use futures_util::StreamExt;
+use parking_lot::Mutex;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+type Ends = Arc<Mutex<Vec<StreamEnd>>>;
+
+struct Recorder(Ends);
+
+impl Finish for Recorder {
+    fn relayed(&mut self, _: &[u8]) {}
+    fn finish(&mut self, end: StreamEnd, _: Option<ir::Usage>) {
+        self.0.lock().push(end);
+    }
+}
+
+const STALL: Duration = Duration::from_secs(600);
+
+fn relay(
+    client: Protocol,
+    upstream: Protocol,
+) -> (mpsc::UnboundedSender<Result<Bytes, String>>, Relay<Recorder>, Ends) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let body = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|i| (i, rx)) }).boxed();
+    let ends = Ends::default();
+    let committed = Committed { held: vec![], ended: false, watch: Watch::new(upstream) };
+    let translator = (client != upstream).then(|| StreamTranslator::new(upstream, client, 0));
+    (tx, Relay::new(body, committed, STALL, client, translator, Recorder(ends.clone())), ends)
+}
+
+fn delta(kind: &str, field: &str, text: &str) -> Bytes {
+    let data = serde_json::json!({"type": "content_block_delta", "index": 0, "delta": {"type": kind, field: text}});
+    sse::frame(Some("content_block_delta"), &data.to_string())
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_without_output_is_aborted_after_the_stall_budget_and_reasoning_restarts_it() {
+    let (tx, mut relay, ends) = relay(Protocol::Anthropic, Protocol::Anthropic);
+    let started = Instant::now();
+    let think = delta("thinking_delta", "thinking", "");
+    let ping = sse::frame(Some("ping"), r#"{"type":"ping"}"#);
+    tx.send(Ok(think.clone())).unwrap();
+    assert_eq!(relay.next().await.unwrap().unwrap(), think);
+    // Pings every 100 s keep the connection busy but are not output.
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_secs(100)).await;
+        tx.send(Ok(ping.clone())).unwrap();
+        assert_eq!(relay.next().await.unwrap().unwrap(), ping);
+    }
+    tokio::time::sleep(Duration::from_secs(200)).await;
+    tx.send(Ok(think.clone())).unwrap(); // at 500 s: the budget starts over
+    assert_eq!(relay.next().await.unwrap().unwrap(), think);
+    let last = relay.next().await.unwrap().unwrap();
+    assert_eq!(started.elapsed(), Duration::from_secs(1100), "600 s after the last reasoning frame");
+    let text = String::from_utf8_lossy(&last).into_owned();
+    assert!(text.starts_with("event: error\n") && text.contains("stalled"), "{text}");
+    assert!(relay.next().await.is_none());
+    drop(relay);
+    assert_eq!(*ends.lock(), vec![StreamEnd::Stalled(STALL)], "finished once, as a stall");
+}
+
+#[tokio::test(start_paused = true)]
+async fn each_ending_is_reported_exactly_once() {
+    // Complete.
+    let (tx, mut r, ends) = relay(Protocol::OpenaiChat, Protocol::OpenaiChat);
+    tx.send(Ok(Bytes::from("data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\ndata: [DONE]\n\n"))).unwrap();
+    drop(tx);
+    assert!(r.next().await.is_some());
+    assert!(r.next().await.is_none());
+    drop(r);
+    assert_eq!(*ends.lock(), vec![StreamEnd::Complete]);
+
+    // Broken mid-way: the client gets the error event of its protocol.
+    let (tx, mut r, ends) = relay(Protocol::Responses, Protocol::OpenaiChat);
+    tx.send(Ok(Bytes::from("data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n"))).unwrap();
+    tx.send(Err("reset by peer".into())).unwrap();
+    let all: Vec<_> = r.by_ref().map(|c| String::from_utf8_lossy(&c.unwrap()).into_owned()).collect().await;
+    assert!(all.last().unwrap().contains("response.failed"), "{all:?}");
+    drop(r);
+    assert_eq!(*ends.lock(), vec![StreamEnd::Broken("reset by peer".into())]);
+
+    // An error event passed through is a failed stream.
+    let (tx, mut r, ends) = relay(Protocol::OpenaiChat, Protocol::OpenaiChat);
+    tx.send(Ok(Bytes::from("data: {\"error\":{\"message\":\"overloaded\"}}\n\n"))).unwrap();
+    drop(tx);
+    while r.next().await.is_some() {}
+    drop(r);
+    assert_eq!(*ends.lock(), vec![StreamEnd::UpstreamError("overloaded".into())]);
+
+    // The client goes away (the body is dropped mid-stream).
+    let (tx, mut r, ends) = relay(Protocol::OpenaiChat, Protocol::OpenaiChat);
+    tx.send(Ok(Bytes::from("data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n"))).unwrap();
+    assert!(r.next().await.is_some());
+    drop(r);
+    assert_eq!(*ends.lock(), vec![StreamEnd::ClientGone]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn held_chunks_go_first_and_an_ended_upstream_completes() {
+    let ends = Ends::default();
+    let held = vec![Bytes::from("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n")];
+    let committed = Committed { held: held.clone(), ended: true, watch: Watch::new(Protocol::OpenaiChat) };
+    let never = futures_util::stream::pending().boxed();
+    let mut r = Relay::new(never, committed, STALL, Protocol::OpenaiChat, None, Recorder(ends.clone()));
+    assert_eq!(r.next().await.unwrap().unwrap(), held[0]);
+    assert!(r.next().await.is_none());
+    assert_eq!(*ends.lock(), vec![StreamEnd::Complete]);
+}
