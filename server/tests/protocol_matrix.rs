@@ -8,31 +8,13 @@
 
 mod common;
 
-use common::{Gateway, sse_events as events, v1};
+use common::{
+    Gateway,
+    clients::{Client, UPSTREAMS, Upstream, base_url, post, text},
+    sse_events as events,
+};
 use fake_upstream::{CALL_ID, DEFAULT_CONTENT, FakeUpstream, Rule, ToolCall};
 use serde_json::{Value, json};
-
-#[derive(Clone, Copy, Debug)]
-enum Client {
-    Chat,
-    Messages,
-    Responses,
-    Gemini,
-}
-
-/// An upstream: its provider, model address, and the fake's path for it.
-struct Upstream {
-    provider: &'static str,
-    model: &'static str,
-    path: &'static str,
-}
-
-const UPSTREAMS: [Upstream; 4] = [
-    Upstream { provider: "openai", model: "openai/gpt-4o-mini", path: "/v1/chat/completions" },
-    Upstream { provider: "anthropic", model: "anthropic/claude-sonnet-4", path: "/v1/messages" },
-    Upstream { provider: "openai-responses", model: "openai-responses/gpt-5", path: "/v1/responses" },
-    Upstream { provider: "gemini", model: "gemini/gemini-2.5-flash", path: "/v1beta/models/gemini-2.5-flash" },
-];
 
 fn args() -> Value {
     json!({"city": "Paris", "units": "metric"})
@@ -94,14 +76,7 @@ fn second_request(client: Client, model: &str, stream: bool, id: &str) -> Value 
 }
 
 async fn send(gw: &Gateway, client: Client, model: &str, stream: bool, body: &Value) -> reqwest::Response {
-    let path = match (client, stream) {
-        (Client::Chat, _) => "/v1/chat/completions".to_owned(),
-        (Client::Messages, _) => "/v1/messages".to_owned(),
-        (Client::Responses, _) => "/v1/responses".to_owned(),
-        (Client::Gemini, false) => format!("/v1beta/models/{model}:generateContent"),
-        (Client::Gemini, true) => format!("/v1beta/models/{model}:streamGenerateContent?alt=sse"),
-    };
-    let resp = gw.http.post(format!("{}{path}", gw.url)).json(body).send().await.unwrap();
+    let resp = post(gw, client, model, stream, body).await;
     assert_eq!(resp.status(), 200, "{client:?} {body}");
     resp
 }
@@ -191,33 +166,6 @@ fn gemini_call(b: &Value) -> (String, String, Value) {
 }
 
 /// The final text the client received.
-async fn text(client: Client, stream: bool, resp: reqwest::Response) -> String {
-    if !stream {
-        let b: Value = resp.json().await.unwrap();
-        return match client {
-            Client::Chat => b["choices"][0]["message"]["content"].as_str().unwrap().to_owned(),
-            Client::Messages => b["content"].as_array().unwrap().iter().filter_map(|c| c["text"].as_str()).collect(),
-            Client::Responses => b["output"][0]["content"][0]["text"].as_str().unwrap().to_owned(),
-            Client::Gemini => gemini_text(&b),
-        };
-    }
-    let evs = events(resp).await;
-    match client {
-        Client::Chat => evs.iter().filter_map(|(_, d)| d["choices"][0]["delta"]["content"].as_str()).collect(),
-        Client::Messages => evs.iter().filter_map(|(_, d)| d["delta"]["text"].as_str()).collect(),
-        Client::Responses => evs
-            .iter()
-            .filter(|(e, _)| e.as_deref() == Some("response.output_text.delta"))
-            .filter_map(|(_, d)| d["delta"].as_str())
-            .collect(),
-        Client::Gemini => evs.iter().map(|(_, d)| gemini_text(d)).collect(),
-    }
-}
-
-fn gemini_text(b: &Value) -> String {
-    b["candidates"][0]["content"]["parts"].as_array().into_iter().flatten().filter_map(|p| p["text"].as_str()).collect()
-}
-
 /// The tool result as the upstream received it, in its protocol.
 fn result_upstream_saw(fake: &FakeUpstream, up: &Upstream) -> Value {
     let r = fake.requests().into_iter().rev().find(|r| r.path.starts_with(up.path)).unwrap();
@@ -267,11 +215,7 @@ async fn every_client_protocol_round_trips_a_tool_call_through_every_upstream_pr
     let fake = FakeUpstream::start().await.unwrap();
     let gw = Gateway::start().await;
     for up in &UPSTREAMS {
-        let base = match up.provider {
-            "anthropic" => fake.url(),
-            "gemini" => format!("{}/v1beta", fake.url()),
-            _ => v1(&fake),
-        };
+        let base = base_url(&fake, up.provider);
         gw.add_connection(up.provider, up.provider, &format!("key-{}", up.provider), &base, 0).await;
     }
     let mut pairs = 0;

@@ -1,7 +1,7 @@
 //! A scriptable fake LLM provider for tests, e2e and benches. It speaks
 //! OpenAI chat, Anthropic messages, Responses and Gemini (JSON and SSE),
 //! lists models, and follows scripted rules (status, headers, body,
-//! latency, stalls, dropped connections, slow trickle). It records every
+//! latency, stalls, dropped connections, early ends, slow trickle). It records every
 //! request so tests can assert what the gateway sent upstream.
 //!
 //! Control API (for the binary and the browser tests):
@@ -99,6 +99,10 @@ impl FakeUpstream {
 
     pub fn clear_rules(&self) {
         self.shared.script.clear();
+    }
+
+    pub fn clear_requests(&self) {
+        self.shared.log.lock().clear();
     }
 
     /// Every recorded request, oldest first.
@@ -213,6 +217,11 @@ async fn serve(State(s): State<Arc<Shared>>, method: Method, uri: Uri, headers: 
 /// Turns the frames into a body that follows the rule's stall / drop /
 /// trickle instructions.
 fn scripted_body(frames: Vec<Bytes>, rule: &Rule) -> Body {
+    let mut frames = frames;
+    if let Some(n) = rule.end_after_chunks {
+        frames = split_single(frames);
+        frames.truncate(n as usize);
+    }
     if rule.stall_after_chunks.is_none() && rule.drop_after_chunks.is_none() && rule.trickle_ms == 0 {
         return if frames.len() == 1 {
             Body::from(frames.into_iter().next().unwrap_or_default())

@@ -45,6 +45,9 @@ pub struct Rule {
     /// Drop the connection after N body chunks (0 = right after headers).
     #[serde(default)]
     pub drop_after_chunks: Option<u32>,
+    /// End the body cleanly after N chunks (0 = headers, then the end).
+    #[serde(default)]
+    pub end_after_chunks: Option<u32>,
     /// Stream: delay between chunks, in ms.
     #[serde(default)]
     pub trickle_ms: u64,

@@ -2,6 +2,8 @@
 //! private SQLite file, plus helpers to drive it over HTTP.
 #![allow(dead_code, reason = "each test binary uses a different subset")]
 
+pub mod clients;
+
 use fake_upstream::FakeUpstream;
 use serde_json::{Value, json};
 use server::{
