@@ -17,6 +17,8 @@ pub const DEFAULT_FETCH_TIMEOUT_MS: u64 = 600_000;
 pub const DEFAULT_STREAM_READINESS_TIMEOUT_MS: u64 = 80_000;
 /// Longest silence of a committed stream (`STREAM_IDLE_TIMEOUT_MS`).
 pub const DEFAULT_STREAM_IDLE_TIMEOUT_MS: u64 = 600_000;
+/// Keepalive period for waiting stream clients (`SSE_HEARTBEAT_INTERVAL_MS`).
+pub const DEFAULT_SSE_HEARTBEAT_INTERVAL_MS: u64 = 15_000;
 /// How long shutdown waits for in-flight requests and streams.
 pub const DEFAULT_SHUTDOWN_GRACE_MS: u64 = 30_000;
 /// Rows of `proxy_logs` kept; older ones are pruned.
@@ -88,6 +90,9 @@ pub struct Config {
     /// Longest a committed stream may go without model output
     /// (`STREAM_IDLE_TIMEOUT_MS`).
     pub stream_idle_timeout: Duration,
+    /// How often a waiting stream client gets a keepalive frame
+    /// (`SSE_HEARTBEAT_INTERVAL_MS`).
+    pub sse_heartbeat_interval: Duration,
     pub shutdown_grace: Duration,
     pub log_retention_rows: u64,
     pub max_body_bytes: usize,
@@ -161,6 +166,11 @@ impl Config {
                 env,
                 "STREAM_IDLE_TIMEOUT_MS",
                 DEFAULT_STREAM_IDLE_TIMEOUT_MS,
+            )?),
+            sse_heartbeat_interval: Duration::from_millis(parse_env(
+                env,
+                "SSE_HEARTBEAT_INTERVAL_MS",
+                DEFAULT_SSE_HEARTBEAT_INTERVAL_MS,
             )?),
             shutdown_grace: Duration::from_millis(parse_env(
                 env,
@@ -239,6 +249,7 @@ mod tests {
         );
         let c = Config::resolve(&Flags::default(), &env(&[("STREAM_READINESS_TIMEOUT_MS", "250")])).unwrap();
         assert_eq!(c.stream_readiness_timeout, Duration::from_millis(250));
+        assert_eq!(c.sse_heartbeat_interval, Duration::from_secs(15));
     }
 
     #[test]

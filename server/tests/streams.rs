@@ -203,3 +203,36 @@ async fn a_relayed_529_carries_retry_after() {
     );
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn keepalives_arrive_while_the_first_event_is_late_and_a_late_failure_is_an_error_event() {
+    let fake = FakeUpstream::start().await.unwrap();
+    let gw = Gateway::start_configured(tempfile::tempdir().unwrap(), |c| {
+        c.sse_heartbeat_interval = Duration::from_millis(100);
+        c.stream_readiness_timeout = Duration::from_millis(1_000);
+    })
+    .await;
+    for (client, up) in same_protocol_pairs() {
+        let key = format!("key-{}", up.provider);
+        let id = gw.add_connection(up.provider, "only", &key, &base_url(&fake, up.provider), 0).await;
+        fake.push_rule(on_key(&key, Rule { times: Some(1), latency_ms: 450, ..Rule::default() }));
+        let resp = post(&gw, client, up.model, true, &ask(client, up.model, true)).await;
+        assert_eq!(resp.status(), 200, "{client:?}: committed early");
+        let raw = resp.text().await.unwrap();
+        let keepalive = if matches!(client, Client::Messages) { "event: ping\n" } else { ": keepalive\n" };
+        let first = raw.find(keepalive).unwrap_or(usize::MAX);
+        assert!(first == 0 && raw.matches(keepalive).count() >= 3, "{client:?}: {raw}");
+        assert!(raw.contains("Hello"), "{client:?}: then the stream itself: {raw}");
+
+        // Nothing within the readiness budget: the answer is an error event.
+        fake.push_rule(on_key(&key, Rule { times: Some(1), latency_ms: 5_000, ..Rule::default() }));
+        let resp = post(&gw, client, up.model, true, &ask(client, up.model, true)).await;
+        assert_eq!(resp.status(), 200);
+        let raw = resp.text().await.unwrap();
+        assert!(raw.contains("STREAM_READINESS_TIMEOUT") || raw.contains("no non-ping SSE event"), "{client:?}: {raw}");
+        let events = common::parse_sse(&raw);
+        assert!(ends_with_error_event(client, &events), "{client:?}: {events:?}");
+        gw.state.engine.clear_connection(&id, false);
+    }
+    gw.stop().await;
+}

@@ -606,8 +606,13 @@ impl StreamWriter {
 
 /// A lone `response.failed` event (for a stream the upstream started).
 pub fn failed_event(message: &str) -> Bytes {
+    failed_event_with_code("server_error", message)
+}
+
+/// A `response.failed` event carrying the gateway's error `code`.
+pub fn failed_event_with_code(code: &str, message: &str) -> Bytes {
     let data = json!({"type": "response.failed", "response": {"object": "response", "status": "failed",
-                      "error": {"code": "server_error", "message": message}}});
+                      "error": {"code": code, "message": message}}});
     sse::frame(Some("response.failed"), &data.to_string())
 }
 

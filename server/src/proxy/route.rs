@@ -13,7 +13,7 @@ use axum::{
 };
 use std::sync::Arc;
 
-use super::{combo, context::RequestId, dispatch, errors::ProxyError, request::ClientRequest};
+use super::{combo, context::RequestId, dispatch, errors::ProxyError, request::ClientRequest, stream::keepalive};
 use crate::{
     auth::api_keys::KeyEntry,
     routing::resolve::{ResolveError, resolve},
@@ -43,8 +43,11 @@ pub fn client_protocol(path: &str) -> (Protocol, &'static str) {
 }
 
 /// The handler of every chat endpoint (`/v1/chat/completions`,
-/// `/v1/messages`, `/v1/responses`): parses the body for the endpoint's protocol and serves
-/// it; any error in the client's envelope.
+/// `/v1/messages`, `/v1/responses`, Gemini's): parses the body for the
+/// endpoint's protocol and serves it; any error in the client's envelope.
+/// A stream request still waiting for its first upstream event after one
+/// heartbeat interval is committed early and kept alive (see
+/// `stream::keepalive`).
 pub async fn handle(
     State(state): State<Arc<AppState>>,
     Extension(request_id): Extension<RequestId>,
@@ -54,20 +57,35 @@ pub async fn handle(
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let (protocol, endpoint) = client_protocol(uri.path());
-    let inbound = Inbound { protocol, endpoint, request_id: &request_id.0, key: key.as_ref().map(|k| k.0.as_ref()) };
-    let served = async {
-        let body =
-            body.map_err(|e| ProxyError::new(e.status(), "invalid_request_error", "invalid_body", e.body_text()))?;
-        let req = match protocol {
-            Protocol::Gemini => {
-                let (model, stream) = gemini_target(uri.path())?;
-                ClientRequest::parse_gemini(body, model, stream, &headers)?
-            }
-            _ => ClientRequest::parse(protocol, body, &headers)?,
-        };
-        serve(&state, &req, &inbound).await
+    let req = match parse(protocol, &uri, &headers, body) {
+        Ok(req) => req,
+        Err(e) => return e.into_response_as(protocol),
     };
-    served.await.unwrap_or_else(|e| e.into_response_as(protocol))
+    let heartbeat = state.config.sse_heartbeat_interval;
+    let stream = req.stream;
+    let answer = async move {
+        let inbound =
+            Inbound { protocol, endpoint, request_id: &request_id.0, key: key.as_ref().map(|k| k.0.as_ref()) };
+        serve(&state, &req, &inbound).await.unwrap_or_else(|e| e.into_response_as(protocol))
+    };
+    if stream { keepalive::serve(Box::pin(answer), protocol, heartbeat).await } else { answer.await }
+}
+
+/// The client's request, read for its endpoint's protocol.
+fn parse(
+    protocol: Protocol,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<ClientRequest, ProxyError> {
+    let body = body.map_err(|e| ProxyError::new(e.status(), "invalid_request_error", "invalid_body", e.body_text()))?;
+    match protocol {
+        Protocol::Gemini => {
+            let (model, stream) = gemini_target(uri.path())?;
+            ClientRequest::parse_gemini(body, model, stream, headers)
+        }
+        _ => ClientRequest::parse(protocol, body, headers),
+    }
 }
 
 /// The model and streaming mode a Gemini path names:

@@ -153,9 +153,13 @@ impl Gateway {
 /// `(event, data)` of each SSE event of a response body (`data` parsed as
 /// JSON where it is JSON, else kept as a string such as `[DONE]`).
 pub async fn sse_events(resp: reqwest::Response) -> Vec<(Option<String>, Value)> {
-    let text = resp.text().await.unwrap();
+    parse_sse(&resp.text().await.unwrap())
+}
+
+/// `(event, data)` of each SSE event of `text` (comments skipped).
+pub fn parse_sse(text: &str) -> Vec<(Option<String>, Value)> {
     text.split("\n\n")
-        .filter(|f| !f.trim().is_empty())
+        .filter(|f| !f.trim().is_empty() && !f.starts_with(':'))
         .map(|f| {
             let event = f.lines().find_map(|l| l.strip_prefix("event: ")).map(str::to_owned);
             let data = f.lines().find_map(|l| l.strip_prefix("data: ")).unwrap();

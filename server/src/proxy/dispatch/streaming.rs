@@ -19,7 +19,7 @@ use crate::{
     proxy::stream::{
         progress::Watch,
         readiness::{self, NotReady},
-        relay::{Committed, Relay},
+        relay::{Budgets, Committed, Relay},
     },
     state::AppState,
     upstream::executor::UpstreamResponse,
@@ -46,7 +46,8 @@ pub(super) async fn open(
     };
     let translator = (upstream != client).then(|| StreamTranslator::new(upstream, client, now_ms() / 1000));
     let committed = Committed { held: ready.held, ended: ready.ended, watch };
-    let relay = Relay::new(body, committed, state.config.stream_idle_timeout, client, translator, guard);
+    let budgets = Budgets { stall: state.config.stream_idle_timeout, heartbeat: state.config.sse_heartbeat_interval };
+    let relay = Relay::new(body, committed, budgets, client, translator, guard);
     let mut response = Response::new(Body::from_stream(relay));
     let h = response.headers_mut();
     h.insert(header::CONTENT_TYPE, content_type.unwrap_or(HeaderValue::from_static("text/event-stream")));

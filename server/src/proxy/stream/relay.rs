@@ -7,7 +7,8 @@
 //! reported exactly once to the attempt's [`Finish`], so the engine hears
 //! how the stream ended, not that its headers arrived. A stream that fails
 //! after commit is never replayed: it ends with the error event of the
-//! client's protocol.
+//! client's protocol. Through upstream silence the client gets keepalive
+//! frames every heartbeat period (they do not count as output).
 
 use app::types::Protocol;
 use bytes::Bytes;
@@ -18,9 +19,9 @@ use std::{
     task::{Context, Poll},
     time::Duration,
 };
-use tokio::time::{Instant, Sleep};
+use tokio::time::{Instant, Interval, Sleep};
 
-use super::progress::Watch;
+use super::{keepalive, progress::Watch};
 use crate::protocols::{
     anthropic, gemini_inbound, ir, sse,
     translate::{self, StreamTranslator},
@@ -70,6 +71,25 @@ pub trait Finish: Send + Unpin + 'static {
     fn finish(&mut self, end: StreamEnd, usage: Option<ir::Usage>);
 }
 
+/// The watchdog budgets of a relayed stream.
+#[derive(Clone, Copy, Debug)]
+pub struct Budgets {
+    /// No model output for this long aborts the stream (`STREAM_IDLE_TIMEOUT_MS`).
+    pub stall: Duration,
+    /// Upstream silence this long sends a keepalive (`SSE_HEARTBEAT_INTERVAL_MS`).
+    pub heartbeat: Duration,
+}
+
+/// What `poll_upstream` has for the client.
+enum Next {
+    /// An upstream chunk, to translate.
+    Upstream(Bytes),
+    /// A keepalive frame, as it is.
+    Keepalive,
+    /// The stream is over; its last frame, if any.
+    End(Option<Bytes>),
+}
+
 /// The committed part of a stream.
 pub struct Committed {
     /// The chunks the readiness gate read (sent first).
@@ -90,6 +110,8 @@ pub struct Relay<F: Finish> {
     watch: Watch,
     stall: Pin<Box<Sleep>>,
     stall_budget: Duration,
+    /// Ticks one period after the last frame the client got.
+    heartbeat: Interval,
     client: Protocol,
     translator: Option<StreamTranslator>,
     /// An error event the upstream sent (passed through as it is).
@@ -102,7 +124,7 @@ impl<F: Finish> Relay<F> {
     pub fn new(
         upstream: Upstream,
         committed: Committed,
-        stall_budget: Duration,
+        budgets: Budgets,
         client: Protocol,
         translator: Option<StreamTranslator>,
         attempt: F,
@@ -112,8 +134,9 @@ impl<F: Finish> Relay<F> {
             held: committed.held.into(),
             upstream_ended: committed.ended,
             watch: committed.watch,
-            stall: Box::pin(tokio::time::sleep(stall_budget)),
-            stall_budget,
+            stall: Box::pin(tokio::time::sleep(budgets.stall)),
+            stall_budget: budgets.stall,
+            heartbeat: keepalive::interval(budgets.heartbeat),
             client,
             translator,
             upstream_error: None,
@@ -162,19 +185,24 @@ impl<F: Finish> Relay<F> {
         tail.filter(|t| !t.is_empty())
     }
 
-    /// The next upstream chunk, watched; `Err` carries the stream's last frame.
-    fn poll_upstream(&mut self, cx: &mut Context<'_>) -> Poll<Result<Bytes, Option<Bytes>>> {
+    /// The next upstream chunk (watched), a keepalive, or the end.
+    fn poll_upstream(&mut self, cx: &mut Context<'_>) -> Poll<Next> {
         if let Some(chunk) = self.held.pop_front() {
-            return Poll::Ready(Ok(chunk));
+            return Poll::Ready(Next::Upstream(chunk));
         }
         if self.upstream_ended {
-            return Poll::Ready(Err(self.complete()));
+            return Poll::Ready(Next::End(self.complete()));
         }
         match self.upstream.as_mut().poll_next(cx) {
-            Poll::Pending => match self.stall.as_mut().poll(cx) {
-                Poll::Ready(()) => Poll::Ready(Err(Some(self.fail(StreamEnd::Stalled(self.stall_budget))))),
-                Poll::Pending => Poll::Pending,
-            },
+            Poll::Pending => {
+                if self.stall.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(Next::End(Some(self.fail(StreamEnd::Stalled(self.stall_budget)))));
+                }
+                if self.heartbeat.poll_tick(cx).is_ready() {
+                    return Poll::Ready(Next::Keepalive);
+                }
+                Poll::Pending
+            }
             Poll::Ready(Some(Ok(chunk))) => {
                 let seen = self.watch.feed(&chunk);
                 if seen.output {
@@ -184,10 +212,10 @@ impl<F: Finish> Relay<F> {
                 if let Some(e) = seen.error {
                     self.upstream_error.get_or_insert(e);
                 }
-                Poll::Ready(Ok(chunk))
+                Poll::Ready(Next::Upstream(chunk))
             }
-            Poll::Ready(Some(Err(e))) => Poll::Ready(Err(Some(self.fail(StreamEnd::Broken(e))))),
-            Poll::Ready(None) => Poll::Ready(Err(self.complete())),
+            Poll::Ready(Some(Err(e))) => Poll::Ready(Next::End(Some(self.fail(StreamEnd::Broken(e))))),
+            Poll::Ready(None) => Poll::Ready(Next::End(self.complete())),
         }
     }
 }
@@ -203,8 +231,9 @@ impl<F: Finish> Stream for Relay<F> {
             }
             let chunk = match this.poll_upstream(cx) {
                 Poll::Pending => return Poll::Pending,
-                Poll::Ready(Err(last)) => return Poll::Ready(last.map(Ok)),
-                Poll::Ready(Ok(chunk)) => chunk,
+                Poll::Ready(Next::End(last)) => return Poll::Ready(last.map(Ok)),
+                Poll::Ready(Next::Keepalive) => return Poll::Ready(Some(Ok(keepalive::frame(this.client)))),
+                Poll::Ready(Next::Upstream(chunk)) => chunk,
             };
             let out = match this.translator.as_mut().map(|t| t.chunk(&chunk)) {
                 None => chunk,
@@ -215,6 +244,7 @@ impl<F: Finish> Stream for Relay<F> {
                 if let Some(a) = this.attempt.as_mut() {
                     a.relayed(&out);
                 }
+                this.heartbeat.reset();
                 return Poll::Ready(Some(Ok(out)));
             }
         }

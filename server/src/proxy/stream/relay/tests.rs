@@ -19,6 +19,7 @@ impl Finish for Recorder {
 }
 
 const STALL: Duration = Duration::from_secs(600);
+const BUDGETS: Budgets = Budgets { stall: STALL, heartbeat: Duration::from_secs(15) };
 
 fn relay(
     client: Protocol,
@@ -29,7 +30,7 @@ fn relay(
     let ends = Ends::default();
     let committed = Committed { held: vec![], ended: false, watch: Watch::new(upstream) };
     let translator = (client != upstream).then(|| StreamTranslator::new(upstream, client, 0));
-    (tx, Relay::new(body, committed, STALL, client, translator, Recorder(ends.clone())), ends)
+    (tx, Relay::new(body, committed, BUDGETS, client, translator, Recorder(ends.clone())), ends)
 }
 
 fn delta(kind: &str, field: &str, text: &str) -> Bytes {
@@ -46,15 +47,18 @@ async fn a_stream_without_output_is_aborted_after_the_stall_budget_and_reasoning
     tx.send(Ok(think.clone())).unwrap();
     assert_eq!(relay.next().await.unwrap().unwrap(), think);
     // Pings every 100 s keep the connection busy but are not output.
-    for _ in 0..3 {
-        tokio::time::sleep(Duration::from_secs(100)).await;
+    // Upstream pings every 10 s keep the connection busy but are not output.
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_secs(10)).await;
         tx.send(Ok(ping.clone())).unwrap();
         assert_eq!(relay.next().await.unwrap().unwrap(), ping);
     }
-    tokio::time::sleep(Duration::from_secs(200)).await;
     tx.send(Ok(think.clone())).unwrap(); // at 500 s: the budget starts over
     assert_eq!(relay.next().await.unwrap().unwrap(), think);
-    let last = relay.next().await.unwrap().unwrap();
+    let mut last = relay.next().await.unwrap().unwrap();
+    while last == keepalive::frame(Protocol::Anthropic) {
+        last = relay.next().await.unwrap().unwrap();
+    }
     assert_eq!(started.elapsed(), Duration::from_secs(1100), "600 s after the last reasoning frame");
     let text = String::from_utf8_lossy(&last).into_owned();
     assert!(text.starts_with("event: error\n") && text.contains("stalled"), "{text}");
@@ -105,8 +109,28 @@ async fn held_chunks_go_first_and_an_ended_upstream_completes() {
     let held = vec![Bytes::from("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n")];
     let committed = Committed { held: held.clone(), ended: true, watch: Watch::new(Protocol::OpenaiChat) };
     let never = futures_util::stream::pending().boxed();
-    let mut r = Relay::new(never, committed, STALL, Protocol::OpenaiChat, None, Recorder(ends.clone()));
+    let mut r = Relay::new(never, committed, BUDGETS, Protocol::OpenaiChat, None, Recorder(ends.clone()));
     assert_eq!(r.next().await.unwrap().unwrap(), held[0]);
     assert!(r.next().await.is_none());
     assert_eq!(*ends.lock(), vec![StreamEnd::Complete]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn upstream_silence_gets_a_keepalive_every_heartbeat_period_in_the_clients_protocol() {
+    let (tx, mut relay, ends) = relay(Protocol::OpenaiChat, Protocol::Anthropic);
+    let started = Instant::now();
+    let mut at = Vec::new();
+    for _ in 0..3 {
+        assert_eq!(relay.next().await.unwrap().unwrap(), keepalive::frame(Protocol::OpenaiChat));
+        at.push(started.elapsed().as_secs());
+    }
+    // Output resets the period: the next keepalive is 15 s after it.
+    tx.send(Ok(delta("text_delta", "text", "hi"))).unwrap();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let text = relay.next().await.unwrap().unwrap();
+    assert!(String::from_utf8_lossy(&text).contains("hi"));
+    assert_eq!(relay.next().await.unwrap().unwrap(), keepalive::frame(Protocol::OpenaiChat));
+    at.push(started.elapsed().as_secs());
+    assert_eq!(at, vec![15, 30, 45, 65]);
+    assert!(ends.lock().is_empty(), "keepalives end nothing");
 }
