@@ -236,3 +236,24 @@ async fn keepalives_arrive_while_the_first_event_is_late_and_a_late_failure_is_a
     }
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn the_throughput_watchdog_setting_aborts_a_trickling_stream() {
+    let (fake, gw) = start().await;
+    let id = gw.add_connection("openai", "only", "sk-a", &base_url(&fake, "openai"), 0).await;
+    fake.push_rule(Rule { trickle_ms: 300, ..Rule::default() });
+    let model = "openai/gpt-4o-mini";
+    let resp = post(&gw, Client::Chat, model, true, &ask(Client::Chat, model, true)).await;
+    assert_eq!(text(Client::Chat, true, resp).await, DEFAULT_CONTENT, "off by default: the trickle is served");
+
+    let on = json!({"streamRecovery": {"throughputWatchdog": {"enabled": true, "warmupMs": 0, "windowMs": 1000, "minUsefulBytesPerSecond": 1000}}});
+    assert_eq!(gw.api(reqwest::Method::PATCH, "/api/resilience").json(&on).send().await.unwrap().status(), 200);
+    let resp = post(&gw, Client::Chat, model, true, &ask(Client::Chat, model, true)).await;
+    let events = sse_events(resp).await;
+    assert!(ends_with_error_event(Client::Chat, &events), "{events:?}");
+    assert!(events.last().unwrap().1.to_string().contains("STREAM_THROUGHPUT_TOO_LOW"));
+    let row = gw.logs().await.into_iter().next().unwrap();
+    assert_eq!(row["errorKind"], "stream_throughput_too_low");
+    assert_eq!(gw.state.engine.health(&id).rate_limited_until, None, "like a stall: recorded, not cooled");
+    gw.stop().await;
+}

@@ -14,3 +14,4 @@ pub mod restate;
 pub mod retry_hints;
 pub mod rules;
 pub mod settings;
+pub mod throughput;

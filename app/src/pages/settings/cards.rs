@@ -155,14 +155,14 @@ pub static RESILIENCE_CARDS: [Card; 11] = [
     Card {
         id: "stream-stall",
         title: "Stream stall cooldown",
-        explain: "Scope: the connection that served a stalled stream. Trigger: the content-stall watchdog gives up on a stream. Effect: off (default) records the error only; on also cools the connection.",
+        explain: "Scope: the connection that served a stalled or too-slow stream. Trigger: the content-stall watchdog (no model output for STREAM_IDLE_TIMEOUT_MS) or the throughput watchdog gives up on a stream. Effect: off (default) records the error only; on also cools the connection.",
         page: RESILIENCE,
         fields: &[f("streamStallCooldown.enabled", "Cool the connection after a stall", Bool)],
     },
     Card {
         id: "throughput-watchdog",
         title: "Stream throughput watchdog",
-        explain: "Scope: one streaming attempt. Trigger: after the warm-up, useful output over a full window stays below the minimum rate. Effect: the attempt is aborted with STREAM_THROUGHPUT_TOO_LOW (retried elsewhere if nothing reached the client yet).",
+        explain: "Scope: one streaming attempt. Trigger: after the warm-up, useful text over a full window stays below the minimum rate (judgement waits while a tool call or reasoning is streaming). Effect: the stream ends with STREAM_THROUGHPUT_TOO_LOW as the client protocol's error event; the connection gets the error recorded, and cools only when stream stall cooldown is on.",
         page: RESILIENCE,
         fields: &[
             f("streamRecovery.throughputWatchdog.enabled", "Enabled", Bool),

@@ -163,12 +163,13 @@ impl Finish for AttemptGuard {
         match end {
             StreamEnd::Complete => self.served(200),
             StreamEnd::ClientGone => self.client_gone(),
-            StreamEnd::Broken(_) | StreamEnd::UpstreamError(_) | StreamEnd::Stalled(_) => {
+            StreamEnd::Broken(_) | StreamEnd::UpstreamError(_) | StreamEnd::Stalled(_) | StreamEnd::TooSlow => {
                 // The client saw a 200 and then the error event.
                 if let Some(r) = self.record.as_mut() {
                     r.status = 200;
                 }
-                let stall = matches!(end, StreamEnd::Stalled(_));
+                // A slow stream is treated as a stall: recorded, not cooled by default.
+                let stall = matches!(end, StreamEnd::Stalled(_) | StreamEnd::TooSlow);
                 let failed = Failed { status: None, headers: &HeaderMap::new(), body: &message, stall };
                 self.failed(&failed, end.kind(), &message);
             }

@@ -46,7 +46,12 @@ pub(super) async fn open(
     };
     let translator = (upstream != client).then(|| StreamTranslator::new(upstream, client, now_ms() / 1000));
     let committed = Committed { held: ready.held, ended: ready.ended, watch };
-    let budgets = Budgets { stall: state.config.stream_idle_timeout, heartbeat: state.config.sse_heartbeat_interval };
+    let watchdog = state.resilience.current().stream_recovery.throughput_watchdog.clone();
+    let budgets = Budgets {
+        stall: state.config.stream_idle_timeout,
+        heartbeat: state.config.sse_heartbeat_interval,
+        throughput: watchdog.enabled.then_some(watchdog),
+    };
     let relay = Relay::new(body, committed, budgets, client, translator, guard);
     let mut response = Response::new(Body::from_stream(relay));
     let h = response.headers_mut();

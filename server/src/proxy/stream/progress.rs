@@ -260,6 +260,9 @@ pub struct Seen {
     pub output: bool,
     /// UTF-8 bytes of model text.
     pub useful_bytes: usize,
+    /// The chunk's last output was a tool call or reasoning (`Some(true)`)
+    /// or text (`Some(false)`).
+    pub protected: Option<bool>,
     /// The upstream reported a failure (or sent an event too large to read).
     pub error: Option<String>,
 }
@@ -302,6 +305,7 @@ impl Watch {
                 p => {
                     seen.ready = true;
                     seen.output = true;
+                    seen.protected = Some(!matches!(p, Progress::Output(_)));
                     if let Progress::Output(n) = p {
                         seen.useful_bytes += n;
                     }
@@ -371,7 +375,7 @@ mod tests {
         let delta = b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"abcd\"}}\n\n";
         let (a, b) = delta.split_at(30);
         assert_eq!(w.feed(a), Seen::default(), "half an event is nothing yet");
-        assert_eq!(w.feed(b), Seen { ready: true, output: true, useful_bytes: 4, error: None });
+        assert_eq!(w.feed(b), Seen { ready: true, output: true, useful_bytes: 4, protected: Some(false), error: None });
         assert!(!w.feed(b"data: {\"type\":\"message_stop\"}").ready);
         assert_eq!(w.finish(), Seen { ready: true, ..Seen::default() }, "the unterminated last event counts");
     }

@@ -8,9 +8,11 @@
 //! how the stream ended, not that its headers arrived. A stream that fails
 //! after commit is never replayed: it ends with the error event of the
 //! client's protocol. Through upstream silence the client gets keepalive
-//! frames every heartbeat period (they do not count as output).
+//! frames every heartbeat period (they do not count as output). With the
+//! throughput watchdog on, a stream whose useful output stays below its
+//! rate is aborted too (`resilience::throughput`).
 
-use app::types::Protocol;
+use app::types::{Protocol, settings::ThroughputWatchdogSettings};
 use bytes::Bytes;
 use futures_util::{Stream, stream::BoxStream};
 use std::{
@@ -21,10 +23,16 @@ use std::{
 };
 use tokio::time::{Instant, Interval, Sleep};
 
-use super::{keepalive, progress::Watch};
-use crate::protocols::{
-    anthropic, gemini_inbound, ir, sse,
-    translate::{self, StreamTranslator},
+use super::{
+    keepalive,
+    progress::{Seen, Watch},
+};
+use crate::{
+    protocols::{
+        anthropic, gemini_inbound, ir, sse,
+        translate::{self, StreamTranslator},
+    },
+    resilience::throughput::ThroughputWatchdog,
 };
 
 /// How a relayed stream ended.
@@ -38,6 +46,9 @@ pub enum StreamEnd {
     UpstreamError(String),
     /// No model output within the stall budget.
     Stalled(Duration),
+    /// Useful output below the throughput watchdog's rate
+    /// (`STREAM_THROUGHPUT_TOO_LOW`).
+    TooSlow,
     /// The client went away first.
     ClientGone,
 }
@@ -49,6 +60,7 @@ impl StreamEnd {
             Self::Complete => None,
             Self::Broken(_) | Self::UpstreamError(_) => Some("stream_interrupted"),
             Self::Stalled(_) => Some("stream_stalled"),
+            Self::TooSlow => Some("stream_throughput_too_low"),
             Self::ClientGone => Some("client_disconnected"),
         }
     }
@@ -59,6 +71,9 @@ impl StreamEnd {
             Self::Broken(e) => format!("the upstream stream was interrupted: {e}"),
             Self::UpstreamError(e) => format!("the upstream stream failed: {e}"),
             Self::Stalled(d) => format!("the upstream stream stalled: no model output for {} s", d.as_secs()),
+            Self::TooSlow => {
+                "STREAM_THROUGHPUT_TOO_LOW: the upstream stream's useful output is below the minimum rate".to_owned()
+            }
             Self::ClientGone => "the client closed the stream early".to_owned(),
         }
     }
@@ -72,12 +87,43 @@ pub trait Finish: Send + Unpin + 'static {
 }
 
 /// The watchdog budgets of a relayed stream.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Budgets {
     /// No model output for this long aborts the stream (`STREAM_IDLE_TIMEOUT_MS`).
     pub stall: Duration,
     /// Upstream silence this long sends a keepalive (`SSE_HEARTBEAT_INTERVAL_MS`).
     pub heartbeat: Duration,
+    /// The throughput watchdog, when enabled.
+    pub throughput: Option<ThroughputWatchdogSettings>,
+}
+
+/// The throughput watchdog of one stream and its next scheduled check.
+struct Throughput {
+    watchdog: ThroughputWatchdog,
+    check: Pin<Box<Sleep>>,
+    started: Instant,
+}
+
+impl Throughput {
+    fn ms(&self, at: Instant) -> u64 {
+        u64::try_from(at.duration_since(self.started).as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Records a chunk's output (if any) and judges the stream now;
+    /// true means abort.
+    fn judge(&mut self, seen: Option<&Seen>) -> bool {
+        let now = self.ms(Instant::now());
+        if let Some(s) = seen.filter(|s| s.output) {
+            let bytes = u64::try_from(s.useful_bytes).unwrap_or(u64::MAX);
+            self.watchdog.record(now, bytes, s.protected == Some(true));
+        }
+        if self.watchdog.too_slow(now) {
+            return true;
+        }
+        let next = self.started + Duration::from_millis(self.watchdog.next_check(now));
+        self.check.as_mut().reset(next);
+        false
+    }
 }
 
 /// What `poll_upstream` has for the client.
@@ -112,6 +158,7 @@ pub struct Relay<F: Finish> {
     stall_budget: Duration,
     /// Ticks one period after the last frame the client got.
     heartbeat: Interval,
+    throughput: Option<Throughput>,
     client: Protocol,
     translator: Option<StreamTranslator>,
     /// An error event the upstream sent (passed through as it is).
@@ -137,6 +184,15 @@ impl<F: Finish> Relay<F> {
             stall: Box::pin(tokio::time::sleep(budgets.stall)),
             stall_budget: budgets.stall,
             heartbeat: keepalive::interval(budgets.heartbeat),
+            throughput: budgets.throughput.map(|cfg| {
+                let started = Instant::now();
+                let first = started + Duration::from_millis(cfg.warmup_ms.saturating_add(cfg.window_ms));
+                Throughput {
+                    watchdog: ThroughputWatchdog::new(cfg),
+                    check: Box::pin(tokio::time::sleep_until(first)),
+                    started,
+                }
+            }),
             client,
             translator,
             upstream_error: None,
@@ -198,6 +254,12 @@ impl<F: Finish> Relay<F> {
                 if self.stall.as_mut().poll(cx).is_ready() {
                     return Poll::Ready(Next::End(Some(self.fail(StreamEnd::Stalled(self.stall_budget)))));
                 }
+                if let Some(t) = self.throughput.as_mut()
+                    && t.check.as_mut().poll(cx).is_ready()
+                    && t.judge(None)
+                {
+                    return Poll::Ready(Next::End(Some(self.fail(StreamEnd::TooSlow))));
+                }
                 if self.heartbeat.poll_tick(cx).is_ready() {
                     return Poll::Ready(Next::Keepalive);
                 }
@@ -208,6 +270,9 @@ impl<F: Finish> Relay<F> {
                 if seen.output {
                     let at = Instant::now() + self.stall_budget;
                     self.stall.as_mut().reset(at);
+                }
+                if self.throughput.as_mut().is_some_and(|t| t.judge(Some(&seen))) {
+                    return Poll::Ready(Next::End(Some(self.fail(StreamEnd::TooSlow))));
                 }
                 if let Some(e) = seen.error {
                     self.upstream_error.get_or_insert(e);

@@ -19,7 +19,7 @@ impl Finish for Recorder {
 }
 
 const STALL: Duration = Duration::from_secs(600);
-const BUDGETS: Budgets = Budgets { stall: STALL, heartbeat: Duration::from_secs(15) };
+const BUDGETS: Budgets = Budgets { stall: STALL, heartbeat: Duration::from_secs(15), throughput: None };
 
 fn relay(
     client: Protocol,
@@ -133,4 +133,46 @@ async fn upstream_silence_gets_a_keepalive_every_heartbeat_period_in_the_clients
     at.push(started.elapsed().as_secs());
     assert_eq!(at, vec![15, 30, 45, 65]);
     assert!(ends.lock().is_empty(), "keepalives end nothing");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_throughput_watchdog_aborts_a_trickle_and_spares_a_healthy_stream() {
+    use app::types::settings::ThroughputWatchdogSettings;
+    let cfg = ThroughputWatchdogSettings {
+        enabled: true,
+        warmup_ms: 1_000,
+        window_ms: 2_000,
+        min_useful_bytes_per_second: 10,
+        min_useful_bytes: 1,
+    };
+    let budgets = Budgets { throughput: Some(cfg), ..BUDGETS };
+    let make = || {
+        let (tx, rx) = mpsc::unbounded_channel::<Result<Bytes, String>>();
+        let body = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|i| (i, rx)) }).boxed();
+        let ends = Ends::default();
+        let committed = Committed { held: vec![], ended: false, watch: Watch::new(Protocol::Anthropic) };
+        (tx, Relay::new(body, committed, budgets.clone(), Protocol::Anthropic, None, Recorder(ends.clone())), ends)
+    };
+    // "x" at 0, then silence: judged at 3000 ms, aborted.
+    let (tx, mut r, ends) = make();
+    let started = Instant::now();
+    tx.send(Ok(delta("text_delta", "text", "x"))).unwrap();
+    assert!(r.next().await.is_some());
+    let last = String::from_utf8_lossy(&r.next().await.unwrap().unwrap()).into_owned();
+    assert_eq!(started.elapsed(), Duration::from_millis(3_000));
+    assert!(last.contains("STREAM_THROUGHPUT_TOO_LOW"), "{last}");
+    drop(r);
+    assert_eq!(*ends.lock(), vec![StreamEnd::TooSlow]);
+
+    // 30 B every second is well above 10 B/s: never aborted.
+    let (tx, mut r, ends) = make();
+    for _ in 0..10 {
+        tx.send(Ok(delta("text_delta", "text", &"y".repeat(30)))).unwrap();
+        assert!(r.next().await.is_some());
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    drop(tx);
+    while r.next().await.is_some() {}
+    drop(r);
+    assert_eq!(*ends.lock(), vec![StreamEnd::Complete]);
 }
