@@ -199,3 +199,35 @@ async fn the_provider_cooldown_window_gate_skips_a_provider_that_keeps_failing()
     assert_eq!(openai_calls(), 3, "tried again once its cooldown ran out");
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn terminal_accounts_answer_all_accounts_inactive_and_a_mix_all_targets_skipped() {
+    let (fake, gw) = start().await;
+    gw.add_connection("openai", "o", "sk-o", &v1(&fake), 0).await;
+    gw.add_connection("deepseek", "d", "sk-d", &v1(&fake), 0).await;
+    create(&gw, coding()).await;
+    for key in ["sk-o", "sk-d"] {
+        let broke = json!({"error": {"message": "Your credit balance is too low"}});
+        fake.push_rule(Rule { api_key: Some(key.into()), status: Some(400), body: Some(broke), ..Default::default() });
+    }
+    assert_eq!(gw.chat(chat_body("coding", false), None).await.status(), 400, "both tried; both out of credits");
+    let calls = fake.count("/v1/chat");
+    let resp = gw.chat(chat_body("coding", false), None).await;
+    assert_eq!((resp.status().as_u16(), fake.count("/v1/chat")), (503, calls), "no upstream call");
+    assert_eq!(resp.headers()["x-omniroute-combo-terminal-reason"], "ALL_ACCOUNTS_INACTIVE");
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(
+        (body["error"]["code"].as_str(), body["error"]["type"].as_str()),
+        (Some("ALL_ACCOUNTS_INACTIVE"), Some("service_unavailable"))
+    );
+    assert_eq!(body["error"]["recovery_hint"]["action"], "switch-combo");
+
+    // One target inactive, one without any connection: skipped for mixed reasons.
+    create(&gw, json!({"name": "mixed", "strategy": "priority", "targets": [{"model": "openai/gpt-4o-mini"}, {"model": "groq/llama-3.3-70b"}]})).await;
+    let resp = gw.chat(chat_body("mixed", false), None).await;
+    assert_eq!(resp.status(), 503);
+    assert_eq!(resp.headers()["retry-after"], "1");
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "ALL_TARGETS_SKIPPED");
+    gw.stop().await;
+}

@@ -3,7 +3,6 @@
 //! attempt loop; `stream` relays SSE unbuffered (translated when the
 //! upstream speaks another protocol).
 
-pub mod combo;
 pub mod context;
 pub mod cooldown_wait;
 pub mod dispatch;

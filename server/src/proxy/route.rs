@@ -1,7 +1,7 @@
 //! From a client's request to a response, whatever its protocol (the
-//! endpoint's path names it): a combo name runs the combo, anything else
-//! resolves to one target and runs the attempt loop. Errors are answered
-//! in the client's protocol's envelope.
+//! endpoint's path names it): a combo name plans the combo's targets,
+//! anything else resolves to one target; the dispatch loop serves the
+//! plan. Errors are answered in the client's protocol's envelope.
 
 use app::types::Protocol;
 use axum::{
@@ -13,7 +13,13 @@ use axum::{
 };
 use std::sync::Arc;
 
-use super::{combo, context::RequestId, dispatch, errors::ProxyError, request::ClientRequest, stream::keepalive};
+use super::{
+    context::RequestId,
+    dispatch::{self, plan::Plan},
+    errors::ProxyError,
+    request::ClientRequest,
+    stream::keepalive,
+};
 use crate::{
     auth::api_keys::KeyEntry,
     routing::resolve::{ResolveError, resolve},
@@ -115,17 +121,16 @@ pub async fn serve(state: &Arc<AppState>, req: &ClientRequest, inbound: &Inbound
         key: inbound.key,
         passthrough_headers: &req.passthrough_headers,
     };
-    if let Some(combo) = state.combos.get(&req.model) {
-        return combo::run(state, &snapshot, &combo, &caller, |protocol, model| req.body_for(protocol, model)).await;
-    }
-    let target = resolve(&req.model, &snapshot).map_err(|e| match e {
-        ResolveError::Ambiguous(..) => ProxyError::bad_field("model", e.to_string()),
-        ResolveError::Unknown(_) => ProxyError {
-            param: Some("model".into()),
-            ..ProxyError::new(StatusCode::NOT_FOUND, "invalid_request_error", "model_not_found", e.to_string())
-        },
-    })?;
-    let upstream = target.provider.protocol;
-    let call = dispatch::Call { caller: &caller, body: req.body_for(upstream, &target.model)?, target: &target };
-    dispatch::run(state, &snapshot, call).await
+    let plan = match state.combos.get(&req.model) {
+        Some(combo) => Plan::combo(combo, &snapshot),
+        None => Plan::single(resolve(&req.model, &snapshot).map_err(|e| match e {
+            ResolveError::Ambiguous(..) => ProxyError::bad_field("model", e.to_string()),
+            ResolveError::Unknown(_) => ProxyError {
+                param: Some("model".into()),
+                ..ProxyError::new(StatusCode::NOT_FOUND, "invalid_request_error", "model_not_found", e.to_string())
+            },
+        })?),
+    };
+    let served = dispatch::run(state, &snapshot, &plan, &caller, |protocol, model| req.body_for(protocol, model));
+    Ok(served.await?)
 }

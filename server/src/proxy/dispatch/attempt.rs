@@ -60,7 +60,7 @@ impl AttemptGuard {
         cfg: &BreakerConfig,
         probe: Option<Probe>,
     ) -> Self {
-        let record = AttemptRecord { connection_id: Some(conn.id.clone()), ..super::log_row(call) };
+        let record = AttemptRecord { connection_id: Some(conn.id.clone()), ..super::log_row(call.caller, call.target) };
         Self {
             state: state.clone(),
             conn: conn.clone(),

@@ -1,36 +1,40 @@
-//! The attempt loop — read this to understand a request:
-//! the provider breaker gate (OPEN → 503 `provider_circuit_open`) →
-//! candidates (active connections of the target's provider, in priority
-//! order, limited by the key's allow-list) minus those excluded by a
-//! cooldown, a terminal state or a model lockout → attempt → on failure the
-//! engine restates, classifies and applies the verdict (cooldown, lockout,
-//! breaker), and the next connection is tried unless the verdict says the
+//! The dispatch loop — read this to understand a request. One loop
+//! serves a single model and a combo alike:
+//! plan (the ordered targets, `plan`) → per target, the gates (`gates`:
+//! a usable connection, the §R1.1 window gate for combo targets, the
+//! provider breaker) → per connection, its own gates (cooldown, terminal
+//! state, model lockout) → attempt → on failure the engine restates,
+//! classifies and applies the verdict (cooldown, lockout, breaker), and
+//! the next connection / target is tried unless the verdict says the
 //! request itself is at fault → on success the engine clears the
 //! connection's errors, decays lockouts and counts a breaker success.
-//! When nothing could be attempted the answer says why and when to retry.
+//! When every connection of a single model is cooling, the request waits
+//! for the first (§R2 wait-for-cooldown) and runs the loop again. What
+//! could not be served ends as a [`error::DispatchError`] carrying the
+//! trail of every attempt and skip, which says why and when to retry.
 //!
 //! Each attempt is an [`attempt::AttemptGuard`]: it writes the attempt's
 //! `proxy_logs` row and reports its outcome exactly once — for a stream,
-//! when the stream ends (see `stream`). A stream is committed to the
-//! client only at its first useful event (SPEC §R6); until then an attempt
-//! that times out, breaks or ends early is retried or failed over like any
-//! other failure.
+//! when the stream ends. A stream is committed to the client only at its
+//! first useful event (SPEC §R6); until then an attempt that times out,
+//! breaks or ends early is retried or failed over like any other failure.
 
 mod answer;
 pub mod attempt;
+pub mod error;
+mod gates;
+pub mod plan;
 mod streaming;
 
 use app::types::{Protocol, settings::ResilienceSettings};
-use axum::{
-    http::{HeaderMap, StatusCode},
-    response::Response,
-};
+use axum::{http::HeaderMap, response::Response};
 use bytes::Bytes;
 use std::{sync::Arc, time::Duration};
 
 use self::{
-    answer::{all_excluded, all_failed},
     attempt::{AttemptGuard, Failed, redact},
+    error::{DispatchError, Trail},
+    plan::Plan,
 };
 use super::{
     cooldown_wait::{AbandonedWait, CooldownWaits},
@@ -44,17 +48,14 @@ use crate::{
     resilience::{
         breaker::BreakerConfig,
         classify::Verdict,
-        engine::{self, Exclusion, Probe},
+        engine::{Exclusion, Probe},
     },
     routing::{
         registry::{LiveConnection, Snapshot},
         resolve::Target,
     },
     state::AppState,
-    upstream::{
-        catalog::Provider,
-        executor::{TransportError, UpstreamResponse},
-    },
+    upstream::executor::{TransportError, UpstreamResponse},
 };
 
 static NO_HEADERS: std::sync::LazyLock<HeaderMap> = std::sync::LazyLock::new(HeaderMap::new);
@@ -119,61 +120,65 @@ enum Tried {
     EarlyEof(Failure),
 }
 
-/// The active connections of `provider` this request may use (the key's
-/// allow-list, and a combo target's pinned connection), in routing order.
-pub fn candidates<'s>(
-    snapshot: &'s Snapshot,
-    provider: &Provider,
-    key: Option<&KeyEntry>,
-    pinned: Option<&str>,
-) -> Vec<&'s Arc<LiveConnection>> {
-    snapshot
-        .candidates(provider.id)
-        .iter()
-        .filter(|c| key.is_none_or(|k| k.may_use(&c.id)) && pinned.is_none_or(|p| p == c.id))
-        .collect()
-}
-
-/// A single-model request: the provider's connections in order, waiting
-/// for a cooldown when every one is cooling.
-pub async fn run(state: &Arc<AppState>, snapshot: &Snapshot, call: Call<'_>) -> Result<Response, ProxyError> {
-    let provider = call.target.provider;
-    let candidates = candidates(snapshot, provider, call.caller.key, None);
-    if candidates.is_empty() {
-        return Err(ProxyError::new(
-            StatusCode::NOT_FOUND,
-            "invalid_request_error",
-            "no_credentials",
-            format!("No active credentials for provider: {}", provider.id),
-        ));
-    }
+/// Serves `plan`: its targets in order, each through the gates and its
+/// connections, waiting for a cooldown where that is allowed.
+pub async fn run(
+    state: &Arc<AppState>,
+    snapshot: &Snapshot,
+    plan: &Plan,
+    caller: &Caller<'_>,
+    body_for: impl Fn(Protocol, &str) -> Result<Bytes, ProxyError>,
+) -> Result<Response, DispatchError> {
     let settings = state.resilience.current();
-    let cfg = engine::breaker_config(&settings, provider.category);
-    let probe = state.engine.admit(provider.id, &cfg).map_err(|ms| ProxyError::circuit_open(provider.id, ms))?;
-    let mut target = TargetRun { candidates, cfg, probe };
+    let combo = plan.combo.is_some();
     let mut waits = CooldownWaits::default();
     loop {
-        let unserved = match try_connections(state, &call, &mut target).await {
-            Ok(response) => return Ok(response),
-            Err(u) => u,
-        };
-        if !unserved.failures.is_empty() {
-            return Err(all_failed(provider.id, unserved.failures));
-        }
-        match waits.next(&settings.wait_for_cooldown, &unserved.excluded) {
-            Some(ms) => {
-                tracing::info!(
-                    request_id = call.caller.request_id,
-                    provider = provider.id,
-                    wait_ms = ms,
-                    "every connection is cooling; waiting for the first"
-                );
-                let wait = AbandonedWait::arm(state, log_row(&call), ms);
-                state.engine.sleep(ms).await;
-                wait.disarm();
+        let mut trail = Trail::default();
+        for planned in &plan.targets {
+            let Some(target) = &planned.target else {
+                trail.skip(planned, gates::Skip::new(gates::SkipReason::NoConnection, None));
+                continue;
+            };
+            let (provider, pinned) = (target.provider, planned.pinned.as_deref());
+            let mut run = match gates::open(state, snapshot, target, pinned, caller, &settings, combo) {
+                Ok(run) => run,
+                Err(skip) => {
+                    trail.skip(planned, skip);
+                    continue;
+                }
+            };
+            let body = body_for(provider.protocol, &target.model).map_err(DispatchError::Request)?;
+            let call = Call { caller, target, body };
+            match try_connections(state, &call, &mut run).await {
+                Ok(response) => {
+                    if combo {
+                        state.engine.record_target_success(provider.id, pinned);
+                    }
+                    return Ok(response);
+                }
+                Err(unserved) => {
+                    if combo && unserved.attempted() {
+                        let window = &settings.provider_cooldown;
+                        state.engine.record_target_failure(provider.id, provider.category, pinned, window);
+                    }
+                    trail.unserved(planned, provider.id, unserved);
+                }
             }
-            None => return Err(all_excluded(provider.id, &call.target.model, &unserved.excluded)),
         }
+        // Only a single model whose connections are all cooling waits.
+        let wait = (!combo && trail.tried.is_empty()).then(|| waits.next(&settings.wait_for_cooldown, &trail.excluded));
+        let (Some(Some(ms)), Some(target)) = (wait, plan.targets.first().and_then(|p| p.target.as_ref())) else {
+            return Err(DispatchError::exhausted(plan, trail));
+        };
+        tracing::info!(
+            request_id = caller.request_id,
+            provider = target.provider.id,
+            wait_ms = ms,
+            "every connection is cooling; waiting for the first"
+        );
+        let wait = AbandonedWait::arm(state, log_row(caller, target), ms);
+        state.engine.sleep(ms).await;
+        wait.disarm();
     }
 }
 
@@ -194,11 +199,6 @@ pub struct Unserved {
 impl Unserved {
     pub fn attempted(&self) -> bool {
         !self.failures.is_empty()
-    }
-
-    /// The client error for a target whose attempts all failed.
-    pub fn into_error(self, provider: &str) -> ProxyError {
-        all_failed(provider, self.failures)
     }
 }
 
@@ -356,14 +356,14 @@ fn lock_egress_siblings(
 
 /// The log row of a request to its target, before any connection is
 /// chosen (also the row of a request that gave up waiting for a cooldown).
-fn log_row(call: &Call<'_>) -> AttemptRecord {
+fn log_row(caller: &Caller<'_>, target: &Target) -> AttemptRecord {
     AttemptRecord {
         created_at: now_ms(),
-        request_id: call.caller.request_id.to_owned(),
-        endpoint: call.caller.endpoint.to_owned(),
-        provider: call.target.provider.id.to_owned(),
-        model: call.target.model.clone(),
-        stream: call.caller.stream,
+        request_id: caller.request_id.to_owned(),
+        endpoint: caller.endpoint.to_owned(),
+        provider: target.provider.id.to_owned(),
+        model: target.model.clone(),
+        stream: caller.stream,
         ..AttemptRecord::default()
     }
 }

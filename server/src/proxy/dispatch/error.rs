@@ -1,0 +1,324 @@
+//! What a request that nothing served comes to. The dispatch loop keeps
+//! a [`Trail`] — every failed attempt per target, every target skipped
+//! before an attempt and why — and ends with a [`DispatchError`] carrying
+//! it; `From<DispatchError> for ProxyError` is the one place that turns it
+//! into a status and an error body (the edge puts it in the client's
+//! envelope).
+//!
+//! A single model: its last failure, else 404 `no_credentials`, 503
+//! `provider_circuit_open`, or the §R2 outcomes of its excluded
+//! connections. A combo: the last target's failure, else (nothing could
+//! even be tried) `503 all_targets_cooling_down` when a timer will end an
+//! exclusion, `503 ALL_ACCOUNTS_INACTIVE` when every target's accounts are
+//! terminal, `404 no_executable_targets` when no target has a usable
+//! connection at all, and `503 ALL_TARGETS_SKIPPED` for a mix of the two.
+
+use app::types::combo::Combo;
+use axum::http::StatusCode;
+use serde_json::json;
+use std::sync::Arc;
+
+use super::{
+    Failure, StreamCode, Unserved,
+    gates::{Skip, SkipReason},
+    plan::{Plan, Planned},
+};
+use crate::{
+    proxy::errors::ProxyError,
+    resilience::{connection_health::TerminalStatus, engine::Exclusion},
+};
+
+/// A target skipped before any attempt.
+pub struct Skipped {
+    pub provider: &'static str,
+    /// The target as planned (`provider/model`), and its model part.
+    pub spec: String,
+    pub model: String,
+    pub skip: Skip,
+}
+
+/// Everything the dispatch loop learned about a request it could not serve.
+#[derive(Default)]
+pub struct Trail {
+    /// The targets attempted, in order: provider and failed attempts.
+    pub tried: Vec<(&'static str, Vec<Failure>)>,
+    pub skipped: Vec<Skipped>,
+    /// The connections excluded before an attempt.
+    pub excluded: Vec<Exclusion>,
+}
+
+impl Trail {
+    pub fn skip(&mut self, planned: &Planned, skip: Skip) {
+        let (provider, model) =
+            planned.target.as_ref().map_or(("", String::new()), |t| (t.provider.id, t.model.clone()));
+        let model = if model.is_empty() { planned.spec.clone() } else { model };
+        self.skipped.push(Skipped { provider, spec: planned.spec.clone(), model, skip });
+    }
+
+    /// A target whose connections were tried (or all excluded).
+    pub fn unserved(&mut self, planned: &Planned, provider: &'static str, u: Unserved) {
+        if u.failures.is_empty() {
+            self.skip(planned, Skip::from_exclusions(&u.excluded));
+        } else {
+            self.tried.push((provider, u.failures));
+        }
+        self.excluded.extend(u.excluded);
+    }
+}
+
+#[derive(Debug)]
+pub enum DispatchError {
+    /// The request cannot be sent to a target (its body does not translate).
+    Request(ProxyError),
+    /// Nothing served a single-model request.
+    Target(Trail),
+    /// Nothing served a combo.
+    Combo(Arc<Combo>, Trail),
+}
+
+impl std::fmt::Debug for Trail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Trail").field("tried", &self.tried.len()).field("skipped", &self.skipped.len()).finish()
+    }
+}
+
+impl DispatchError {
+    pub fn exhausted(plan: &Plan, trail: Trail) -> Self {
+        match &plan.combo {
+            Some(c) => Self::Combo(c.clone(), trail),
+            None => Self::Target(trail),
+        }
+    }
+}
+
+impl From<DispatchError> for ProxyError {
+    fn from(e: DispatchError) -> Self {
+        match e {
+            DispatchError::Request(e) => e,
+            DispatchError::Target(mut trail) => match trail.tried.pop() {
+                Some((provider, failures)) => all_failed(provider, failures),
+                None => unattempted_target(&trail),
+            },
+            DispatchError::Combo(combo, mut trail) => match trail.tried.pop() {
+                Some((provider, failures)) => all_failed(provider, failures),
+                None => nothing_executable(&combo, &trail.skipped),
+            },
+        }
+    }
+}
+
+/// A single model whose target was skipped.
+fn unattempted_target(trail: &Trail) -> ProxyError {
+    let Some(s) = trail.skipped.first() else {
+        return ProxyError::new(StatusCode::BAD_GATEWAY, "server_error", "upstream_error", "no attempt was made");
+    };
+    match s.skip.reason {
+        SkipReason::NoConnection => ProxyError::new(
+            StatusCode::NOT_FOUND,
+            "invalid_request_error",
+            "no_credentials",
+            format!("No active credentials for provider: {}", s.provider),
+        ),
+        SkipReason::CircuitOpen => ProxyError::circuit_open(s.provider, s.skip.retry_after_ms.unwrap_or(1_000)),
+        _ => all_excluded(s.provider, &s.model, &trail.excluded),
+    }
+}
+
+/// Every connection failed: answer with the last failure.
+fn all_failed(provider: &str, failures: Vec<Failure>) -> ProxyError {
+    let n = failures.len();
+    let Some(last) = failures.into_iter().next_back() else {
+        return ProxyError::new(StatusCode::BAD_GATEWAY, "server_error", "upstream_error", "no attempt was made");
+    };
+    let message = format!("All {n} connection(s) of provider {provider} failed; last error: {}", last.message);
+    let (status, kind, code) = match (last.code, last.status) {
+        (Some(StreamCode::EarlyEof), _) => (StatusCode::BAD_GATEWAY, "stream_early_eof", "STREAM_EARLY_EOF"),
+        (Some(StreamCode::ReadinessTimeout), _) => {
+            (StatusCode::GATEWAY_TIMEOUT, "server_error", "STREAM_READINESS_TIMEOUT")
+        }
+        (None, Some(429)) => (StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", "rate_limited"),
+        (None, Some(401)) => (StatusCode::UNAUTHORIZED, "authentication_error", "upstream_auth_error"),
+        (None, Some(403)) => (StatusCode::FORBIDDEN, "permission_error", "upstream_forbidden"),
+        (None, Some(404)) => (StatusCode::NOT_FOUND, "invalid_request_error", "model_not_found"),
+        (None, Some(s)) => {
+            (StatusCode::from_u16(s).unwrap_or(StatusCode::BAD_GATEWAY), "server_error", "upstream_error")
+        }
+        (None, None) => (StatusCode::BAD_GATEWAY, "server_error", "upstream_unavailable"),
+    };
+    let mut err = ProxyError::new(status, kind, code, message);
+    err.retry_after = last.retry_after;
+    err.connection_id = Some(last.connection_id.into());
+    err
+}
+
+/// No connection could even be tried (SPEC §R2 outcomes): all terminal →
+/// 401; every usable one blocked only by model lockouts → 429
+/// `model_cooldown`; otherwise cooling → 429 when they cooled for rate
+/// limits, else 503, with "(reset after Ns)". `Retry-After` is the
+/// earliest lapse.
+fn all_excluded(provider: &str, model: &str, excluded: &[Exclusion]) -> ProxyError {
+    let terminal: Vec<TerminalStatus> =
+        excluded.iter().filter_map(|e| if let Exclusion::Terminal(t) = e { Some(*t) } else { None }).collect();
+    if terminal.len() == excluded.len() {
+        let why = match terminal.first() {
+            Some(TerminalStatus::Banned) => "banned by upstream",
+            Some(TerminalStatus::CreditsExhausted) => "credits exhausted",
+            _ => "authentication expired",
+        };
+        return ProxyError::new(
+            StatusCode::UNAUTHORIZED,
+            "authentication_error",
+            "connections_unusable",
+            format!("[{provider}] All {} connection(s) {why} — please reconnect in the dashboard", terminal.len()),
+        );
+    }
+    let soonest = excluded
+        .iter()
+        .filter_map(|e| match e {
+            Exclusion::Cooling { remaining_ms, .. } | Exclusion::ModelLocked { remaining_ms } => Some(*remaining_ms),
+            Exclusion::Terminal(_) => None,
+        })
+        .min()
+        .unwrap_or(1_000);
+    let secs = soonest.div_ceil(1000).max(1);
+    let locked = excluded.iter().filter(|e| matches!(e, Exclusion::ModelLocked { .. })).count();
+    let cooling: Vec<(Option<u16>, Option<&String>)> = excluded
+        .iter()
+        .filter_map(|e| match e {
+            Exclusion::Cooling { error_code, last_error, .. } => Some((*error_code, last_error.as_ref())),
+            _ => None,
+        })
+        .collect();
+    let mut err = if cooling.is_empty() {
+        ProxyError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limit_error",
+            "model_cooldown",
+            format!("All credentials for model {model} are cooling down"),
+        )
+        .with("model", model)
+        .with("reset_seconds", secs)
+        .with("credentials_cooling", locked)
+    } else {
+        let rate_limited = cooling.iter().all(|(code, _)| *code == Some(429));
+        let last_error = cooling.iter().find_map(|(_, e)| *e).map_or("connections are cooling down", String::as_str);
+        let message = format!("[{provider}/{model}] {last_error} (reset after {secs}s)");
+        if rate_limited {
+            ProxyError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", "connection_cooldown", message)
+        } else {
+            ProxyError::new(StatusCode::SERVICE_UNAVAILABLE, "server_error", "connection_cooldown", message)
+        }
+    };
+    err.retry_after = Some(secs);
+    err
+}
+
+/// The answer when no combo target could even be tried.
+fn nothing_executable(combo: &Combo, skipped: &[Skipped]) -> ProxyError {
+    let soonest = skipped.iter().filter_map(|s| s.skip.retry_after_ms).min();
+    let secs = soonest.map(|ms| ms.div_ceil(1000).max(1));
+    let all = |r: SkipReason| skipped.iter().all(|s| s.skip.reason == r);
+    let (status, kind, code) = if secs.is_some() {
+        (StatusCode::SERVICE_UNAVAILABLE, "server_error", "all_targets_cooling_down")
+    } else if all(SkipReason::NoConnection) {
+        (StatusCode::NOT_FOUND, "invalid_request_error", "no_executable_targets")
+    } else if all(SkipReason::Inactive) {
+        (StatusCode::SERVICE_UNAVAILABLE, "service_unavailable", "ALL_ACCOUNTS_INACTIVE")
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "server_error", "ALL_TARGETS_SKIPPED")
+    };
+    let excluded: Vec<_> = skipped
+        .iter()
+        .map(|s| {
+            json!({"provider": s.provider, "model": s.model, "reason": s.skip.reason.as_str(),
+                   "retryAfterSeconds": s.skip.retry_after_ms.map(|ms| ms.div_ceil(1000).max(1))})
+        })
+        .collect();
+    let reasons: Vec<String> = skipped.iter().map(|s| format!("{}:{}", s.spec, s.skip.reason.as_str())).collect();
+    tracing::warn!(combo = %combo.name, terminal_reason = code, excluded = %reasons.join(", "), "no combo target could run");
+    let diagnostics = json!({
+        "poolSize": combo.targets.len(),
+        "attempted": 0,
+        "excluded": excluded,
+        "attemptOrder": combo.targets.iter().map(|t| t.model.clone()).collect::<Vec<_>>(),
+        "terminalReason": code,
+    });
+    let n = combo.targets.len();
+    let (hint, message) = match (secs, code) {
+        (Some(s), _) => (
+            json!({"action": "wait", "retry_after_seconds": s,
+                   "next_step": format!("Retry after {s} s, when the first target is back, or switch to another combo")}),
+            format!("All {n} target(s) of combo {} are cooling down (reset after {s}s)", combo.name),
+        ),
+        (None, "ALL_ACCOUNTS_INACTIVE") => (
+            json!({"action": "switch-combo",
+                   "next_step": "Every account of this combo is banned, expired or out of credits: reconnect them in the dashboard (Providers), or use another combo"}),
+            format!("All accounts of combo {} are inactive: {}", combo.name, reasons.join(", ")),
+        ),
+        (None, _) => (
+            json!({"action": "switch-combo",
+                   "next_step": "No target has a usable connection: add or enable connections, or use another combo"}),
+            format!("No target of combo {} can run: {}", combo.name, reasons.join(", ")),
+        ),
+    };
+    let mut err = ProxyError::new(status, kind, code, message)
+        .with("diagnostics", diagnostics)
+        .with("recovery_hint", hint)
+        .header("x-omniroute-combo-pool-size", n)
+        .header("x-omniroute-combo-attempted", 0)
+        .header("x-omniroute-combo-excluded", skipped.len())
+        .header("x-omniroute-combo-terminal-reason", code);
+    err.retry_after = secs;
+    err
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failure(status: Option<u16>, id: &str, code: Option<StreamCode>) -> Failure {
+        Failure { connection_id: id.into(), status, retry_after: Some(7), message: "boom".into(), code }
+    }
+
+    #[test]
+    fn all_failed_reports_the_last_failure() {
+        let e = all_failed("openai", vec![failure(None, "a", None), failure(Some(429), "b", None)]);
+        assert_eq!((e.status, e.code, e.retry_after), (StatusCode::TOO_MANY_REQUESTS, "rate_limited", Some(7)));
+        assert!(e.message.starts_with("All 2 connection(s) of provider openai failed"));
+        assert_eq!(all_failed("openai", vec![failure(None, "a", None)]).status, StatusCode::BAD_GATEWAY);
+    }
+
+    fn skipped(reason: SkipReason, retry_after_ms: Option<u64>) -> Skipped {
+        Skipped {
+            provider: "openai",
+            spec: "openai/m".into(),
+            model: "m".into(),
+            skip: Skip::new(reason, retry_after_ms),
+        }
+    }
+
+    #[test]
+    fn a_combo_that_could_try_nothing_says_why() {
+        let combo = Combo { name: "c".into(), strategy: app::types::combo::Strategy::Priority, targets: vec![] };
+        let code = |s: &[Skipped]| {
+            let e = nothing_executable(&combo, s);
+            (e.status.as_u16(), e.code)
+        };
+        use SkipReason::*;
+        assert_eq!(
+            code(&[skipped(NoConnection, None), skipped(CircuitOpen, Some(1))]),
+            (503, "all_targets_cooling_down")
+        );
+        assert_eq!(code(&[skipped(NoConnection, None), skipped(NoConnection, None)]), (404, "no_executable_targets"));
+        assert_eq!(code(&[skipped(Inactive, None), skipped(Inactive, None)]), (503, "ALL_ACCOUNTS_INACTIVE"));
+        assert_eq!(code(&[skipped(Inactive, None), skipped(NoConnection, None)]), (503, "ALL_TARGETS_SKIPPED"));
+    }
+
+    #[test]
+    fn a_stream_that_never_became_ready_names_why() {
+        let e = all_failed("openai", vec![failure(None, "a", Some(StreamCode::ReadinessTimeout))]);
+        assert_eq!((e.status, e.code), (StatusCode::GATEWAY_TIMEOUT, "STREAM_READINESS_TIMEOUT"));
+        let e = all_failed("openai", vec![failure(None, "a", Some(StreamCode::EarlyEof))]);
+        assert_eq!((e.status, e.code, e.kind), (StatusCode::BAD_GATEWAY, "STREAM_EARLY_EOF", "stream_early_eof"));
+    }
+}

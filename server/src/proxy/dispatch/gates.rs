@@ -1,0 +1,122 @@
+//! The per-target gates (SPEC §R8), one sequence for a single model and
+//! every combo target alike: a usable connection must exist (active, in
+//! the key's allow-list, the pinned one if pinned); a combo target must
+//! pass the optional window gate (§R1.1); the provider breaker must admit
+//! the request (§R1; a HALF_OPEN breaker hands out a probe slot). The
+//! connection-level gates (cooldown, terminal state, model lockout) are
+//! asked per connection by the attempt loop.
+
+use app::types::settings::ResilienceSettings;
+
+use std::sync::Arc;
+
+use super::{Caller, TargetRun};
+use crate::{
+    auth::api_keys::KeyEntry,
+    resilience::engine::{self, Exclusion},
+    routing::{
+        registry::{LiveConnection, Snapshot},
+        resolve::Target,
+    },
+    state::AppState,
+    upstream::catalog::Provider,
+};
+
+/// Why a target was skipped without an attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SkipReason {
+    /// No active connection it may use (none configured, the key's
+    /// allow-list, a pinned connection that is gone), or an unknown provider.
+    NoConnection,
+    /// Every connection is terminal (banned, expired, out of credits).
+    Inactive,
+    CircuitOpen,
+    ProviderCooldown,
+    ConnectionCooldown,
+    ModelLockout,
+}
+
+impl SkipReason {
+    /// The reason as the diagnostics body names it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NoConnection | Self::Inactive => "unavailable",
+            Self::CircuitOpen => "circuit_open",
+            Self::ProviderCooldown => "provider_cooldown",
+            Self::ConnectionCooldown => "connection_cooldown",
+            Self::ModelLockout => "model_lockout",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Skip {
+    pub reason: SkipReason,
+    /// `None` when no timer will end it.
+    pub retry_after_ms: Option<u64>,
+}
+
+impl Skip {
+    pub fn new(reason: SkipReason, retry_after_ms: Option<u64>) -> Self {
+        Self { reason, retry_after_ms }
+    }
+
+    /// The skip of a target whose every connection was excluded.
+    pub fn from_exclusions(excluded: &[Exclusion]) -> Self {
+        let soonest = |f: fn(&Exclusion) -> Option<u64>| excluded.iter().filter_map(f).min();
+        let locked =
+            soonest(|e| if let Exclusion::ModelLocked { remaining_ms } = e { Some(*remaining_ms) } else { None });
+        let cooling =
+            soonest(|e| if let Exclusion::Cooling { remaining_ms, .. } = e { Some(*remaining_ms) } else { None });
+        match (cooling, locked) {
+            (Some(c), l) => Self::new(SkipReason::ConnectionCooldown, Some(l.map_or(c, |l| l.min(c)))),
+            (None, Some(l)) => Self::new(SkipReason::ModelLockout, Some(l)),
+            (None, None) => Self::new(SkipReason::Inactive, None),
+        }
+    }
+}
+
+/// Passes a target (pinned to one connection or not) through the target
+/// gates: its connections to try and its breaker admission, or why it is
+/// skipped. The window gate applies to combo targets only.
+pub fn open<'s>(
+    state: &AppState,
+    snapshot: &'s Snapshot,
+    target: &Target,
+    pinned: Option<&str>,
+    caller: &Caller<'_>,
+    settings: &ResilienceSettings,
+    combo: bool,
+) -> Result<TargetRun<'s>, Skip> {
+    let provider = target.provider;
+    let candidates = candidates(snapshot, provider, caller.key, pinned);
+    if candidates.is_empty() {
+        return Err(Skip::new(SkipReason::NoConnection, None));
+    }
+    if combo {
+        let held = state.engine.target_cooldown_ms(provider.id, provider.category, pinned, &settings.provider_cooldown);
+        if held > 0 {
+            return Err(Skip::new(SkipReason::ProviderCooldown, Some(held)));
+        }
+    }
+    let cfg = engine::breaker_config(settings, provider.category);
+    match state.engine.admit(provider.id, &cfg) {
+        Ok(probe) => Ok(TargetRun { candidates, cfg, probe }),
+        Err(ms) => Err(Skip::new(SkipReason::CircuitOpen, Some(ms))),
+    }
+}
+
+/// The active connections of `provider` this request may use (the key's
+/// allow-list, and a combo target's pinned connection), in routing order.
+fn candidates<'s>(
+    snapshot: &'s Snapshot,
+    provider: &Provider,
+    key: Option<&KeyEntry>,
+    pinned: Option<&str>,
+) -> Vec<&'s Arc<LiveConnection>> {
+    snapshot
+        .candidates(provider.id)
+        .iter()
+        .filter(|c| key.is_none_or(|k| k.may_use(&c.id)) && pinned.is_none_or(|p| p == c.id))
+        .collect()
+}
