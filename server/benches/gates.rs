@@ -12,7 +12,8 @@ use server::resilience::{
     clock::ManualClock,
     engine::{self, AttemptFailure, Engine},
 };
-use std::{hint::black_box, sync::Arc, time::Instant};
+use std::{hint::black_box, sync::Arc};
+use tokio::time::Instant;
 
 const PROVIDERS: usize = 100;
 const CONNECTIONS: usize = 10;

@@ -20,8 +20,9 @@ pub mod workers;
 use anyhow::Context;
 use axum::Router;
 use hyper_util::client::proxy::matcher::Matcher;
-use std::{future::Future, sync::Arc, time::Instant};
+use std::{future::Future, sync::Arc};
 use tokio::net::TcpListener;
+use tokio::time::Instant;
 
 use crate::{
     auth::{api_keys::KeyRegistry, password, secrets::SecretBox, sessions::SessionStore},
@@ -127,6 +128,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    #[expect(clippy::disallowed_methods, reason = "the shutdown watcher lives as long as the server")]
     tokio::spawn(async move {
         shutdown.await;
         let _ = stop_tx.send(true);

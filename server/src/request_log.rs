@@ -54,6 +54,10 @@ impl LogSink {
     pub fn spawn(db: DatabaseConnection, retention_rows: u64) -> Self {
         let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
         let flush_now = Arc::new(Notify::new());
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the log writer lives as long as the process, off the request path"
+        )]
         tokio::spawn(writer(db, rx, retention_rows, flush_now.clone()));
         Self { tx, dropped: Arc::new(AtomicU64::new(0)), flush_now }
     }
@@ -196,9 +200,9 @@ mod tests {
         sink.record(row("first"));
         // Write-behind has no completion signal by design: wait (bounded)
         // until the row shows up.
-        let deadline = std::time::Instant::now() + LINGER * 20;
+        let deadline = tokio::time::Instant::now() + LINGER * 20;
         while stored(&db).await.is_empty() {
-            assert!(std::time::Instant::now() < deadline, "the row was never written");
+            assert!(tokio::time::Instant::now() < deadline, "the row was never written");
             tokio::time::sleep(LINGER / 4).await;
         }
         assert_eq!(stored(&db).await, ["first"]);

@@ -23,6 +23,10 @@ impl ResilienceStore {
     pub fn spawn(db: DatabaseConnection) -> (Self, mpsc::UnboundedSender<Change>) {
         let (tx, rx) = mpsc::unbounded_channel();
         let (flush_tx, flush_rx) = mpsc::channel(16);
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the state writer lives as long as the process, off the request path"
+        )]
         tokio::spawn(writer(db, rx, flush_rx));
         (Self { flush_tx }, tx)
     }

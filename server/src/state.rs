@@ -1,7 +1,7 @@
 //! Everything a handler needs, built once at start and shared by `Arc`.
 
 use sea_orm::DatabaseConnection;
-use std::time::Instant;
+use tokio::time::Instant;
 
 use crate::{
     auth::{api_keys::KeyRegistry, secrets::SecretBox, sessions::SessionStore},

@@ -314,13 +314,13 @@ async fn a_client_that_leaves_during_a_cooldown_wait_is_logged_as_499() {
         .await;
     assert!(gone.is_err_and(|e| e.is_timeout()));
 
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
     let row = loop {
         let logs = gw.logs().await;
         if let Some(row) = logs.into_iter().find(|r| r["status"] == 499) {
             break row;
         }
-        assert!(std::time::Instant::now() < deadline, "no 499 row was written");
+        assert!(tokio::time::Instant::now() < deadline, "no 499 row was written");
         tokio::task::yield_now().await;
     };
     assert_eq!(row["errorKind"], "client_disconnected");

@@ -14,7 +14,8 @@ use common::{
 };
 use fake_upstream::{DEFAULT_CONTENT, FakeUpstream, Rule};
 use serde_json::{Value, json};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 /// Every budget of this file: short, so that a hang shows as a failure.
 const BUDGET: Duration = Duration::from_millis(400);

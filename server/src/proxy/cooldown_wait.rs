@@ -5,7 +5,8 @@
 //! meanwhile is logged as 499 `client_disconnected`.
 
 use app::types::settings::WaitForCooldownSettings;
-use std::{sync::Arc, time::Instant};
+use std::sync::Arc;
+use tokio::time::Instant;
 
 use crate::{request_log::AttemptRecord, resilience::engine::Exclusion, state::AppState};
 

@@ -4,7 +4,7 @@ use app::types::{
     AuthType, Category, ConnectionList, ConnectionStatus, ConnectionTestResult, ConnectionView, CreateConnection,
     RateLimitOverrides, UpdateConnection, mask_secret,
 };
-use std::time::Instant;
+use tokio::time::Instant;
 
 use super::ServiceError;
 use crate::{

@@ -71,7 +71,7 @@ pub async fn health(state: &AppState) -> HealthReport {
         return report.clone();
     }
     let report = build_health(state).await;
-    *state.health_cache.lock() = Some((std::time::Instant::now(), report.clone()));
+    *state.health_cache.lock() = Some((tokio::time::Instant::now(), report.clone()));
     report
 }
 

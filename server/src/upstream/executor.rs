@@ -279,6 +279,7 @@ pub fn auth_headers(protocol: Protocol, secret: Option<&str>) -> HeaderMap {
 }
 
 #[cfg(test)]
+#[expect(clippy::disallowed_methods, reason = "the tests' one-connection servers run beside the client under test")]
 mod tests {
     use super::*;
     use crate::{routing::registry::Credential, upstream::catalog};

@@ -67,6 +67,7 @@ impl Gateway {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let (stop, rx) = oneshot::channel::<()>();
+        #[expect(clippy::disallowed_methods, reason = "the server under test runs beside the test")]
         let task = tokio::spawn(server::serve(state.clone(), listener, async {
             let _ = rx.await;
         }));
