@@ -95,8 +95,7 @@ async fn restore_engine(
     settings: &app::types::settings::ResilienceSettings,
 ) -> anyhow::Result<()> {
     for row in db::resilience::load_breakers(db).await? {
-        let category = upstream::catalog::find(&row.provider).map_or(app::types::Category::Apikey, |p| p.category);
-        let cfg = resilience::engine::breaker_config(settings, category);
+        let cfg = resilience::engine::breaker_config(settings, upstream::catalog::category_of(&row.provider));
         if let Some(b) = db::resilience::breaker_from_row(&row, &cfg) {
             engine.restore_breaker(&row.provider, b);
         }

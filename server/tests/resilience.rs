@@ -85,7 +85,10 @@ async fn the_provider_breaker_opens_answers_503_and_closes_after_a_good_probe() 
     fake.clear_rules();
     let probe = gw.chat(chat_body("openai/gpt-4o-mini", false), None).await;
     assert_eq!(probe.status(), 200, "the half-open probe goes through");
-    assert!(gw.state.engine.breakers(&gw.state.resilience.current()).is_empty(), "closed again");
+    assert!(
+        gw.state.engine.breakers(&gw.state.resilience.current(), server::upstream::catalog::category_of).is_empty(),
+        "closed again"
+    );
     gw.stop().await;
 }
 
@@ -99,7 +102,9 @@ async fn a_400_or_429_never_opens_the_breaker() {
     for _ in 0..3 {
         assert_eq!(gw.chat(chat_body("openai/gpt-4o-mini", false), None).await.status(), 429);
     }
-    assert!(gw.state.engine.breakers(&gw.state.resilience.current()).is_empty());
+    assert!(
+        gw.state.engine.breakers(&gw.state.resilience.current(), server::upstream::catalog::category_of).is_empty()
+    );
     gw.stop().await;
 }
 

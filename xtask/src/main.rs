@@ -1,9 +1,10 @@
 //! Build orchestration without network downloads (replaces cargo-leptos
 //! and Trunk): `cargo xtask build [--release] | serve [--release] [-- ARGS]
-//! | test | bench`. See ARCHITECTURE.md §3.
+//! | test | e2e | e2e-clients | bench | chaos`. See ARCHITECTURE.md §3.
 
 mod bench;
 mod build;
+mod chaos;
 mod e2e;
 mod e2e_clients;
 mod postgres;
@@ -31,8 +32,9 @@ fn main() -> anyhow::Result<()> {
         Some("e2e") => e2e::run(),
         Some("e2e-clients") => e2e_clients::run(),
         Some("bench") => bench::run(),
+        Some("chaos") => chaos::run(),
         _ => bail!(
-            "usage: cargo xtask <build [--release] | serve [--release] [-- ARGS] | test | e2e | e2e-clients | bench>"
+            "usage: cargo xtask <build [--release] | serve [--release] [-- ARGS] | test | e2e | e2e-clients | bench | chaos>"
         ),
     }
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use super::{error::ApiError, json::StrictJson};
 use crate::{
-    auth::{guard::session_token, password, sessions},
+    auth::{identity::session_token, password, sessions},
     db::now_ms,
     state::AppState,
 };

@@ -13,12 +13,14 @@ pub mod resilience;
 
 use axum::{
     Router,
-    middleware::from_fn_with_state,
+    extract::{Request, State},
+    middleware::{Next, from_fn_with_state},
+    response::Response,
     routing::{delete, get, post},
 };
 use std::sync::Arc;
 
-use crate::{auth::guard::require_admin, state::AppState};
+use crate::{api::error::ApiError, auth::identity::is_admin, state::AppState};
 
 pub fn router(state: &Arc<AppState>) -> Router<Arc<AppState>> {
     let protected = Router::new()
@@ -47,4 +49,9 @@ pub fn router(state: &Arc<AppState>) -> Router<Arc<AppState>> {
         .route("/api/auth/logout", post(auth::logout))
         .merge(protected)
         .fallback(error::not_found)
+}
+
+/// Middleware for `/api/*`: 401 JSON when not an admin, never a redirect.
+async fn require_admin(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Result<Response, ApiError> {
+    if is_admin(&state, req.headers()) { Ok(next.run(req).await) } else { Err(ApiError::Unauthorized) }
 }

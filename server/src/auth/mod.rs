@@ -3,7 +3,7 @@
 //! encryption of provider credentials at rest.
 
 pub mod api_keys;
-pub mod guard;
+pub mod identity;
 pub mod password;
 pub mod secrets;
 pub mod sessions;

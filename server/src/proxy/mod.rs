@@ -3,6 +3,7 @@
 //! attempt loop; `stream` relays SSE unbuffered (translated when the
 //! upstream speaks another protocol).
 
+pub mod client_key;
 pub mod context;
 pub mod cooldown_wait;
 pub mod dispatch;
@@ -23,7 +24,7 @@ use axum::{
 };
 use std::sync::Arc;
 
-use crate::{auth::guard::require_client_key, state::AppState};
+use crate::state::AppState;
 
 pub fn router(state: &Arc<AppState>) -> Router<Arc<AppState>> {
     Router::new()
@@ -34,6 +35,6 @@ pub fn router(state: &Arc<AppState>) -> Router<Arc<AppState>> {
         .route("/v1/messages/count_tokens", post(messages::count_tokens))
         .route("/v1/models", get(models::list))
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
-        .layer(from_fn_with_state(state.clone(), require_client_key))
+        .layer(from_fn_with_state(state.clone(), client_key::require_client_key))
         .layer(from_fn(context::request_context))
 }

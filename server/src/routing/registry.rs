@@ -12,7 +12,7 @@ use crate::{
     db::connections,
     upstream::{
         catalog::{self, Provider},
-        executor::{self, BaseUrl},
+        executor::{BaseUrl, Endpoint},
     },
 };
 
@@ -31,13 +31,11 @@ impl fmt::Debug for Credential {
 pub struct LiveConnection {
     pub id: String,
     pub provider: &'static Provider,
-    /// The connection's override, else the provider default; no trailing
-    /// `/`. Parsed once here, not per request.
-    pub base_url: BaseUrl,
+    /// Where to call it: the connection's base URL override, else the
+    /// provider default, with its authentication headers.
+    pub endpoint: Endpoint,
     /// Kept for redacting upstream texts that echo it.
     pub credential: Option<Credential>,
-    /// Authentication + identity headers, built once per connection.
-    pub auth_headers: http::HeaderMap,
     /// OAuth connections cool by the OAuth profile (SPEC §R2).
     pub oauth: bool,
     /// The connection opts out of cooldowns (failures lock the model).
@@ -46,8 +44,8 @@ pub struct LiveConnection {
 
 impl LiveConnection {
     pub fn new(id: String, provider: &'static Provider, base_url: BaseUrl, credential: Option<Credential>) -> Self {
-        let auth_headers = executor::auth_headers(provider.protocol, credential.as_ref().map(|c| c.0.as_str()));
-        Self { id, provider, base_url, credential, auth_headers, oauth: false, disable_cooling: false }
+        let endpoint = Endpoint::new(provider.protocol, base_url, credential.as_ref().map(|c| c.0.as_str()));
+        Self { id, provider, endpoint, credential, oauth: false, disable_cooling: false }
     }
 
     /// The connection's own cooldown policy, from its row.

@@ -154,7 +154,7 @@ pub async fn test(state: &AppState, id: &str) -> Result<ConnectionTestResult, Se
     };
     let conn = LiveConnection::new(row.id, provider, base_url, credential);
     let started = Instant::now();
-    let result = match state.executor.list_models(&conn).await {
+    let result = match state.executor.list_models(&conn.endpoint).await {
         Err(e) => failed_test(0, started.elapsed().as_millis() as u64, e.to_string()),
         Ok(resp) => {
             let status = resp.status();
@@ -179,7 +179,7 @@ pub async fn test(state: &AppState, id: &str) -> Result<ConnectionTestResult, Se
     tracing::info!(connection_id = %conn.id, ok = result.ok, status = result.status, "connection tested");
     // The outcome stays visible on the connection (also without JS).
     if result.ok {
-        state.engine.on_connection_test_passed(provider, &state.resilience.current());
+        state.engine.on_connection_test_passed(provider.id, provider.category, &state.resilience.current());
     }
     if let Some(row) = connections::get(&state.db, &conn.id).await? {
         let mut row = live(state, row);

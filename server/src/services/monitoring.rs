@@ -16,6 +16,7 @@ use crate::{
     db::connections,
     resilience::{breaker::BreakerState, engine::BreakerView, lockout::Lock},
     state::AppState,
+    upstream::catalog,
 };
 
 /// How long a health report is reused.
@@ -78,7 +79,7 @@ pub async fn health(state: &AppState) -> HealthReport {
 async fn build_health(state: &AppState) -> HealthReport {
     let now = state.engine.now();
     let settings = state.resilience.current();
-    let breakers = state.engine.breakers(&settings);
+    let breakers = state.engine.breakers(&settings, catalog::category_of);
     let snapshot = state.connections.snapshot();
     let mut counts = BreakerCounts::default();
     let providers: Vec<&str> = snapshot.active_providers().map(|p| p.id).collect();
@@ -216,7 +217,7 @@ pub async fn clear_cooldowns(state: &AppState, req: &ClearCooldowns) -> Result<C
 pub async fn connection_states(state: &AppState, provider: Option<&str>) -> Result<ConnectionStates, ServiceError> {
     let now = state.engine.now();
     let settings = state.resilience.current();
-    let breakers = state.engine.breakers(&settings);
+    let breakers = state.engine.breakers(&settings, catalog::category_of);
     let locks = state.engine.lockouts();
     let mut rows = connections::list(&state.db, provider).await?;
     rows.truncate(1000);

@@ -159,6 +159,12 @@ pub fn find(id: &str) -> Option<&'static Provider> {
     PROVIDERS.iter().find(|p| p.id == id)
 }
 
+/// A provider's class (its breaker and cooldown profile); API key for a
+/// provider no longer in the catalog.
+pub fn category_of(provider: &str) -> app::types::Category {
+    find(provider).map_or(app::types::Category::Apikey, |p| p.category)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -25,7 +25,6 @@ use std::{net::IpAddr, time::Duration};
 use thread_local::ThreadLocal;
 
 use super::connector::Connector;
-use crate::routing::registry::LiveConnection;
 
 /// Why an upstream request got no (complete) HTTP response.
 #[derive(Debug, thiserror::Error)]
@@ -68,6 +67,22 @@ fn causes(e: &dyn std::error::Error) -> String {
 
 type HttpClient = Client<Connector, Full<Bytes>>;
 
+/// Where and how to call one connection: its base URL and its own headers
+/// (authentication and identity), built once per connection, not per request.
+#[derive(Debug)]
+pub struct Endpoint {
+    pub protocol: Protocol,
+    /// No trailing `/`.
+    pub base_url: BaseUrl,
+    pub headers: HeaderMap,
+}
+
+impl Endpoint {
+    pub fn new(protocol: Protocol, base_url: BaseUrl, credential: Option<&str>) -> Self {
+        Self { protocol, base_url, headers: auth_headers(protocol, credential) }
+    }
+}
+
 /// The HTTP clients and the timeouts every upstream call obeys.
 ///
 /// One client — one connection pool — per worker thread: a pooled
@@ -102,18 +117,18 @@ impl Executor {
         })
     }
 
-    /// POSTs `body` to `path` (e.g. `/chat/completions`) of the connection,
+    /// POSTs `body` to `path` (e.g. `/chat/completions`) of the endpoint,
     /// with `extra` headers (client headers meant for this protocol) added
     /// to the connection's own.
     pub async fn post(
         &self,
-        conn: &LiveConnection,
+        endpoint: &Endpoint,
         path: &str,
         body: Bytes,
         stream: bool,
         extra: &HeaderMap,
     ) -> Result<UpstreamResponse, TransportError> {
-        let mut req = self.request(Method::POST, conn, path, body)?;
+        let mut req = self.request(Method::POST, endpoint, path, body)?;
         let headers = req.headers_mut();
         for (name, value) in extra {
             headers.insert(name, value.clone());
@@ -124,23 +139,23 @@ impl Executor {
     }
 
     /// Lists the models of a connection: a live check of its credential.
-    pub async fn list_models(&self, conn: &LiveConnection) -> Result<UpstreamResponse, TransportError> {
-        let req = self.request(Method::GET, conn, models_path(conn.provider.protocol), Bytes::new())?;
+    pub async fn list_models(&self, endpoint: &Endpoint) -> Result<UpstreamResponse, TransportError> {
+        let req = self.request(Method::GET, endpoint, models_path(endpoint.protocol), Bytes::new())?;
         self.send(req).await
     }
 
-    /// A request to `path` of the connection with its own headers.
+    /// A request to `path` of the endpoint with its own headers.
     fn request(
         &self,
         method: Method,
-        conn: &LiveConnection,
+        endpoint: &Endpoint,
         path: &str,
         body: Bytes,
     ) -> Result<Request<Full<Bytes>>, TransportError> {
         let mut req = Request::new(Full::new(body));
         *req.method_mut() = method;
-        *req.uri_mut() = conn.base_url.join(path)?;
-        *req.headers_mut() = conn.auth_headers.clone();
+        *req.uri_mut() = endpoint.base_url.join(path)?;
+        *req.headers_mut() = endpoint.headers.clone();
         if let Some(auth) = self.connector.proxy_authorization(req.uri()) {
             req.headers_mut().insert(PROXY_AUTHORIZATION, auth);
         }
@@ -252,7 +267,7 @@ fn models_path(protocol: Protocol) -> &'static str {
 }
 
 /// Authentication and identity headers for a protocol and credential.
-pub fn auth_headers(protocol: Protocol, secret: Option<&str>) -> HeaderMap {
+fn auth_headers(protocol: Protocol, secret: Option<&str>) -> HeaderMap {
     let mut h = HeaderMap::new();
     h.insert(USER_AGENT, HeaderValue::from_static(UA));
     let Some(secret) = secret else {
@@ -282,7 +297,6 @@ pub fn auth_headers(protocol: Protocol, secret: Option<&str>) -> HeaderMap {
 #[expect(clippy::disallowed_methods, reason = "the tests' one-connection servers run beside the client under test")]
 mod tests {
     use super::*;
-    use crate::{routing::registry::Credential, upstream::catalog};
     use tokio::{
         io::{AsyncReadExt, AsyncWriteExt},
         net::TcpListener,
@@ -315,21 +329,15 @@ mod tests {
         (format!("127.0.0.1:{}", addr.port()), rx)
     }
 
-    fn connection(base_url: &str) -> LiveConnection {
-        let provider = catalog::find("openai").unwrap();
-        LiveConnection::new(
-            "c1".into(),
-            provider,
-            BaseUrl::parse(base_url).unwrap(),
-            Some(Credential("sk-secret".into())),
-        )
+    fn connection(base_url: &str) -> Endpoint {
+        Endpoint::new(Protocol::OpenaiChat, BaseUrl::parse(base_url).unwrap(), Some("sk-secret"))
     }
 
     fn executor(fetch_timeout: Duration, proxies: Matcher) -> Executor {
         Executor::new(Duration::from_secs(5), fetch_timeout, proxies).unwrap()
     }
 
-    async fn chat(executor: &Executor, conn: &LiveConnection) -> Result<UpstreamResponse, TransportError> {
+    async fn chat(executor: &Executor, conn: &Endpoint) -> Result<UpstreamResponse, TransportError> {
         executor.post(conn, "/chat/completions", Bytes::from_static(b"{}"), false, &HeaderMap::new()).await
     }
 

@@ -21,7 +21,7 @@ use leptos_axum::{LeptosRoutes, generate_route_list, handle_server_fns_with_cont
 use std::sync::Arc;
 use tower_http::{compression::CompressionLayer, services::ServeDir};
 
-use crate::{auth::guard::is_admin, state::AppState};
+use crate::{auth::identity::is_admin, state::AppState};
 
 /// Paths reachable without a session.
 const PUBLIC_PAGES: [&str; 1] = ["/login"];

@@ -1,7 +1,8 @@
 //! Engine bookkeeping the integration tests cannot see directly.
 
 use super::*;
-use crate::resilience::clock::ManualClock;
+use crate::resilience::{clock::ManualClock, lockout::ESCALATION_WINDOW_MS};
+use app::types::settings::ErrorReason;
 
 const T: i64 = 1_767_225_600_000;
 
@@ -43,11 +44,11 @@ fn network_errors_of_one_connection_within_5_s_count_once() {
     e.on_failure(&failure(None, &h), &s, &c, None);
     e.clear_connection("c1", false);
     e.on_failure(&failure(None, &h), &s, &c, None);
-    assert_eq!(e.breakers(&s)[0].failure_count, 1);
+    assert_eq!(e.breakers(&s, |_| Category::Apikey)[0].failure_count, 1);
     clock.advance(NETWORK_ERROR_DEDUP_MS);
     e.clear_connection("c1", false);
     e.on_failure(&failure(None, &h), &s, &c, None);
-    assert_eq!(e.breakers(&s)[0].failure_count, 2);
+    assert_eq!(e.breakers(&s, |_| Category::Apikey)[0].failure_count, 2);
 }
 
 #[test]
@@ -82,7 +83,7 @@ fn changes_are_sent_to_the_writer_and_quiet_paths_send_nothing() {
     assert!(matches!(&got[0], Change::Connection(id, h) if id == "c1" && h.error_code.as_deref() == Some("503")));
     assert!(matches!(&got[1], Change::Breaker(p, b) if p == "openai" && b.failure_count() == 1));
     assert_eq!(e.reset_breakers(None), 1);
-    assert!(e.breakers(&s).is_empty());
+    assert!(e.breakers(&s, |_| Category::Apikey).is_empty());
 }
 
 #[test]

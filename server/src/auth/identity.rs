@@ -1,0 +1,39 @@
+//! Who is calling: the key a request presents, its dashboard session, and
+//! whether that makes it an admin (a session, the management key, or a
+//! key with the `management` scope). The guards that use this sit next to
+//! the routes they guard (`api::require_admin`, `proxy::client_key`).
+
+use app::types::Scope;
+use axum::http::{HeaderMap, header};
+
+use super::{secret_eq, sessions};
+use crate::{db::now_ms, state::AppState};
+
+/// The bearer token, `x-api-key` or (Gemini clients) `x-goog-api-key` of
+/// a request.
+pub fn presented_key(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()))
+        .or_else(|| headers.get("x-goog-api-key").and_then(|v| v.to_str().ok()))
+        .map(str::trim)
+}
+
+/// The session token of a request's cookie.
+pub fn session_token(headers: &HeaderMap) -> Option<&str> {
+    headers.get(header::COOKIE).and_then(|v| v.to_str().ok()).and_then(sessions::token_from_cookie_header)
+}
+
+/// Whether the request may use the management API and the dashboard.
+pub fn is_admin(state: &AppState, headers: &HeaderMap) -> bool {
+    if session_token(headers).is_some_and(|t| state.sessions.is_valid(t, now_ms())) {
+        return true;
+    }
+    let Some(key) = presented_key(headers) else { return false };
+    if state.config.management_key.as_deref().is_some_and(|m| secret_eq(m, key)) {
+        return true;
+    }
+    state.keys.lookup(key).is_some_and(|k| k.has(Scope::Management))
+}
