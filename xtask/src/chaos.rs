@@ -71,28 +71,33 @@ pub fn run() -> anyhow::Result<()> {
         ("FETCH_TIMEOUT_MS", "1500"),
         ("STREAM_IDLE_TIMEOUT_MS", "3000"),
     ];
-    let (gateway, fake, gw, fake_url) = start_stack("debug", &data_dir, "error", &budgets)?;
+    let (gateway, fake, gw, fake_url) = start_stack("debug", &data_dir, "warn,omniroute=info,server=error", &budgets)?;
     step(&format!("chaos: {requests} requests, {concurrency} at a time, seed {seed}"));
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let tally = rt.block_on(async {
         let http = reqwest::Client::builder().timeout(HANG_BOUND).build()?;
         setup(&http, &gw, &fake_url, seed, requests).await?;
-        drive(&http, &gw, seed, requests, concurrency).await
+        let tally = drive(&http, &gw, seed, requests, concurrency).await?;
+        anyhow::Ok((tally, faults_struck(&http, &fake_url).await?))
     });
     drop((gateway, fake));
     let _ = std::fs::remove_dir_all(&data_dir);
-    let t = tally?;
+    let (t, struck) = tally?;
     let report = json!({"seed": seed, "requests": requests, "ok": t.ok, "hung": t.hung,
-                        "non2xx": t.non_2xx, "errorEvents": t.error_events});
+                        "non2xx": t.non_2xx, "errorEvents": t.error_events, "faultsStruck": struck});
     println!("{report}");
+    if struck == 0 {
+        bail!("no fault struck: the run tested nothing");
+    }
     if t.hung + t.non_2xx + t.error_events > 0 {
         bail!("chaos run failed (replay with CHAOS_SEED={seed}):\n{}", t.examples.join("\n"));
     }
     Ok(())
 }
 
-/// Connections on the fake, no connection cooldowns (so faults keep
-/// coming; breakers still open and recover), the combo, and the faults.
+/// Connections on the fake, no connection cooldowns and short breaker
+/// holds (so faults keep coming; breakers still open and recover), the
+/// combo, and the faults.
 async fn setup(http: &reqwest::Client, gw: &str, fake: &str, seed: u64, requests: u64) -> anyhow::Result<()> {
     let api = |method: reqwest::Method, path: &str| http.request(method, format!("{gw}{path}")).bearer_auth(MGMT_KEY);
     for (provider, _, _, suffix) in TARGETS {
@@ -102,7 +107,9 @@ async fn setup(http: &reqwest::Client, gw: &str, fake: &str, seed: u64, requests
             bail!("adding the {provider} connection: {}", resp.text().await?);
         }
     }
-    let off = json!({"connectionCooldown": {"oauth": {"baseCooldownMs": 0}, "apikey": {"baseCooldownMs": 0}}});
+    // Breakers reopen for 1 s only, so faulty targets are probed often.
+    let off = json!({"connectionCooldown": {"oauth": {"baseCooldownMs": 0}, "apikey": {"baseCooldownMs": 0}},
+                     "providerBreaker": {"apikey": {"resetTimeoutMs": 1000, "maxResetMultiplier": 1}}});
     api(reqwest::Method::PATCH, "/api/resilience").json(&off).send().await?.error_for_status()?;
     let targets: Vec<Value> = TARGETS.iter().map(|(p, m, _, _)| json!({"model": format!("{p}/{m}")})).collect();
     let combo = json!({"name": "chaos", "strategy": "priority", "targets": targets});
@@ -116,6 +123,13 @@ async fn setup(http: &reqwest::Client, gw: &str, fake: &str, seed: u64, requests
         }
     }
     Ok(())
+}
+
+/// How many upstream requests reached a faulty target.
+async fn faults_struck(http: &reqwest::Client, fake: &str) -> anyhow::Result<usize> {
+    let requests: Vec<Value> = http.get(format!("{fake}/_control/requests")).send().await?.json().await?;
+    let faulty: Vec<String> = TARGETS[..3].iter().map(|(p, _, _, _)| format!("key-{p}")).collect();
+    Ok(requests.iter().filter(|r| faulty.iter().any(|k| r["headers"].to_string().contains(k.as_str()))).count())
 }
 
 /// One fault that strikes before a stream's first event.

@@ -40,7 +40,7 @@ fn main() -> anyhow::Result<()> {
 }
 
 /// Everything CI checks: formatting, lints, unit + integration tests, the
-/// site build, and the browser tests.
+/// site build, the browser tests and a chaos run.
 fn test() -> anyhow::Result<()> {
     util::step("cargo fmt --check");
     util::run(util::cargo().args(["fmt", "--all", "--", "--check"]))?;
@@ -59,5 +59,7 @@ fn test() -> anyhow::Result<()> {
     util::step("build the site");
     build::site_and_server(false)?;
     util::step("browser tests");
-    e2e::run()
+    e2e::run()?;
+    util::step("chaos run");
+    chaos::run()
 }
