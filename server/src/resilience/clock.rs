@@ -1,22 +1,13 @@
-//! Time for the resilience engine. Engine functions take `now` (epoch ms)
-//! as an argument; whoever calls them reads it from a [`Clock`], so tests
-//! drive time by hand instead of sleeping.
+//! Wall time for the resilience engine: engine functions take `now`
+//! (epoch ms) as an argument, read from a [`Clock`], so tests set the time
+//! instead of sleeping. Waits never run on it: every sleep, timeout and
+//! watchdog uses tokio time (paused in tests with `start_paused`).
 
-use std::{
-    future::Future,
-    pin::Pin,
-    sync::atomic::{AtomicI64, Ordering},
-};
-
-/// A future a [`Clock`] hands out for waiting.
-pub type Sleep<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+use std::sync::atomic::{AtomicI64, Ordering};
 
 pub trait Clock: Send + Sync {
     /// Milliseconds since the Unix epoch.
     fn now_ms(&self) -> i64;
-
-    /// Waits `ms` of this clock's time.
-    fn sleep(&self, ms: u64) -> Sleep<'_>;
 }
 
 /// The wall clock.
@@ -25,10 +16,6 @@ pub struct SystemClock;
 impl Clock for SystemClock {
     fn now_ms(&self) -> i64 {
         chrono::Utc::now().timestamp_millis()
-    }
-
-    fn sleep(&self, ms: u64) -> Sleep<'_> {
-        Box::pin(tokio::time::sleep(std::time::Duration::from_millis(ms)))
     }
 }
 
@@ -48,11 +35,5 @@ impl ManualClock {
 impl Clock for ManualClock {
     fn now_ms(&self) -> i64 {
         self.0.load(Ordering::SeqCst)
-    }
-
-    /// Time jumps forward at once: waiting code runs without real delay.
-    fn sleep(&self, ms: u64) -> Sleep<'_> {
-        self.advance(i64::try_from(ms).unwrap_or(i64::MAX));
-        Box::pin(tokio::task::yield_now())
     }
 }

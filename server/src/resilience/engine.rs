@@ -160,11 +160,6 @@ impl Engine {
         self.clock.now_ms()
     }
 
-    /// Waits on the engine's clock (a cooldown wait).
-    pub async fn sleep(&self, ms: u64) {
-        self.clock.sleep(ms).await;
-    }
-
     fn emit(&self, change: Change) {
         if let Some(tx) = &self.changes {
             let _ = tx.send(change);

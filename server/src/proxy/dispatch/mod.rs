@@ -177,7 +177,7 @@ pub async fn run(
             "every connection is cooling; waiting for the first"
         );
         let wait = AbandonedWait::arm(state, log_row(caller, target), ms);
-        state.engine.sleep(ms).await;
+        tokio::time::sleep(Duration::from_millis(ms)).await;
         wait.disarm();
     }
 }
