@@ -75,7 +75,7 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
         combos: ComboRegistry::default(),
         sessions: SessionStore::default(),
         started_at: Instant::now(),
-        executor,
+        upstream: Arc::new(executor),
         secrets,
         db,
         config,

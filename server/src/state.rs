@@ -10,7 +10,7 @@ use crate::{
     resilience::{engine::Engine, settings::SettingsHandle},
     resilience_store::ResilienceStore,
     routing::{combos::ComboRegistry, registry::ConnectionRegistry},
-    upstream::executor::Executor,
+    upstream::Upstream,
 };
 
 pub struct AppState {
@@ -22,7 +22,8 @@ pub struct AppState {
     pub connections: ConnectionRegistry,
     /// Combos by name (virtual models over several targets).
     pub combos: ComboRegistry,
-    pub executor: Executor,
+    /// Calls to providers (the hyper executor; a fake in timing tests).
+    pub upstream: std::sync::Arc<dyn Upstream>,
     pub logs: LogSink,
     /// The live resilience settings (SPEC §S), swapped on PATCH.
     pub resilience: SettingsHandle,

@@ -154,7 +154,7 @@ pub async fn test(state: &AppState, id: &str) -> Result<ConnectionTestResult, Se
     };
     let conn = LiveConnection::new(row.id, provider, base_url, credential);
     let started = Instant::now();
-    let result = match state.executor.list_models(&conn.endpoint).await {
+    let result = match state.upstream.list_models(&conn.endpoint).await {
         Err(e) => failed_test(0, started.elapsed().as_millis() as u64, e.to_string()),
         Ok(resp) => {
             let status = resp.status();

@@ -12,8 +12,7 @@ use http::{
     HeaderMap, HeaderValue, Method, Request, StatusCode, Uri,
     header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, PROXY_AUTHORIZATION, USER_AGENT},
 };
-use http_body_util::{BodyDataStream, BodyExt, Full};
-use hyper::body::Incoming;
+use http_body_util::{BodyDataStream, BodyExt, Full, combinators::BoxBody};
 use hyper_util::{
     client::{
         legacy::{Client, connect::HttpInfo},
@@ -166,15 +165,23 @@ impl Executor {
         match tokio::time::timeout(self.fetch_timeout, self.client().request(req)).await {
             Err(_) => Err(TransportError::Timeout(self.fetch_timeout)),
             Ok(Err(e)) => Err(TransportError::from_client(&e)),
-            Ok(Ok(resp)) => Ok(UpstreamResponse(resp)),
+            Ok(Ok(resp)) => Ok(UpstreamResponse(resp.map(|body| body.map_err(|e| causes(&e)).boxed()))),
         }
     }
 }
 
+/// An upstream response body; its errors are their causes' text.
+pub type UpstreamBody = BoxBody<Bytes, String>;
+
 /// An upstream answer: status and headers read, the body still on the wire.
-pub struct UpstreamResponse(http::Response<Incoming>);
+pub struct UpstreamResponse(http::Response<UpstreamBody>);
 
 impl UpstreamResponse {
+    /// An answer made in process (the test fake).
+    pub fn new(response: http::Response<UpstreamBody>) -> Self {
+        Self(response)
+    }
+
     pub fn status(&self) -> StatusCode {
         self.0.status()
     }
@@ -193,7 +200,7 @@ impl UpstreamResponse {
     pub async fn bytes(self) -> Result<Bytes, TransportError> {
         match self.0.into_body().collect().await {
             Ok(body) => Ok(body.to_bytes()),
-            Err(e) => Err(TransportError::Network(causes(&e))),
+            Err(e) => Err(TransportError::Network(e)),
         }
     }
 
@@ -215,7 +222,7 @@ impl UpstreamResponse {
 
     /// The body's chunks as they arrive (an error as its causes' text).
     pub fn into_stream(self) -> BoxStream<'static, Result<Bytes, String>> {
-        BodyDataStream::new(self.0.into_body()).map(|chunk| chunk.map_err(|e| causes(&e))).boxed()
+        BodyDataStream::new(self.0.into_body()).boxed()
     }
 }
 
@@ -245,6 +252,11 @@ impl BaseUrl {
         let authority = uri.authority().filter(|a| !a.host().is_empty() && valid_port(a))?;
         let prefix = format!("{scheme}://{authority}{}", uri.path().trim_end_matches('/'));
         Some(Self { prefix, query: uri.query().map(str::to_owned) })
+    }
+
+    /// `scheme://authority/path` (without its query).
+    pub fn as_str(&self) -> &str {
+        &self.prefix
     }
 
     /// The base + `path`; a query in `path` (`…:streamGenerateContent?alt=sse`)

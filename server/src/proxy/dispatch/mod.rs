@@ -243,7 +243,7 @@ async fn attempt(state: &Arc<AppState>, call: &Call<'_>, mut guard: AttemptGuard
         guard.started() + if stream { state.config.stream_readiness_timeout } else { state.config.fetch_timeout };
     let extra = if upstream == call.caller.client { call.caller.passthrough_headers } else { &*NO_HEADERS };
     let path = translate::upstream_path(upstream, &call.target.model, stream);
-    let post = state.executor.post(&conn.endpoint, &path, call.body.clone(), stream, extra);
+    let post = state.upstream.post(&conn.endpoint, &path, call.body.clone(), stream, extra);
     let sent = match tokio::time::timeout_at(deadline, post).await {
         Ok(sent) => sent,
         Err(_) => {
@@ -367,3 +367,6 @@ fn log_row(caller: &Caller<'_>, target: &Target) -> AttemptRecord {
         ..AttemptRecord::default()
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,154 @@
+//! The dispatch loop on paused tokio time against the in-process fake
+//! upstream: exact readiness budgets, retries and failover, no sockets.
+//! (Time is paused once the state is built; see `harness`.)
+
+use super::*;
+use crate::{
+    config::Config,
+    proxy::request::ClientRequest,
+    routing::registry::Credential,
+    upstream::{
+        catalog,
+        executor::BaseUrl,
+        fake::{FakeUpstream, Reply, Step},
+    },
+};
+use futures_util::StreamExt;
+use std::time::Duration;
+use tokio::time::Instant;
+
+const A: &str = "http://a.test/v1";
+const B: &str = "http://b.test/v1";
+const TEXT: &str = "data: {\"choices\":[{\"delta\":{\"content\":\"hello\"}}]}\n\n";
+const DONE: &str = "data: [DONE]\n\n";
+
+struct Harness {
+    state: Arc<AppState>,
+    fake: Arc<FakeUpstream>,
+    snapshot: Snapshot,
+    _dir: tempfile::TempDir,
+}
+
+async fn harness() -> Harness {
+    let dir = tempfile::tempdir().unwrap();
+    let mut state = crate::build_state(Config::for_data_dir(dir.path().to_path_buf())).await.unwrap();
+    let fake = Arc::new(FakeUpstream::default());
+    Arc::get_mut(&mut state).unwrap().upstream = fake.clone();
+    let openai = catalog::find("openai").unwrap();
+    let conn = |id: &str, url: &str| {
+        LiveConnection::new(id.into(), openai, BaseUrl::parse(url).unwrap(), Some(Credential(format!("sk-{id}"))))
+    };
+    let snapshot = Snapshot::from_live([conn("a", A), conn("b", B)]);
+    // Paused only now: opening the database waits on its own threads,
+    // which paused time would race.
+    tokio::time::pause();
+    Harness { state, fake, snapshot, _dir: dir }
+}
+
+impl Harness {
+    /// A streamed chat request for `openai/gpt-4o-mini`: the response (or
+    /// error status) and the body text.
+    async fn stream(&self) -> (Result<Response, DispatchError>, Duration) {
+        let body =
+            Bytes::from(r#"{"model":"openai/gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hi"}]}"#);
+        let req = ClientRequest::parse(Protocol::OpenaiChat, body, &HeaderMap::new()).unwrap();
+        let caller = Caller {
+            request_id: "r1",
+            endpoint: "/v1/chat/completions",
+            client: Protocol::OpenaiChat,
+            stream: true,
+            key: None,
+            passthrough_headers: &req.passthrough_headers,
+        };
+        let plan = Plan::single(Target { provider: catalog::find("openai").unwrap(), model: "gpt-4o-mini".into() });
+        let started = Instant::now();
+        let res = run(&self.state, &self.snapshot, &plan, &caller, |p, m| req.body_for(p, m)).await;
+        (res, started.elapsed())
+    }
+}
+
+async fn text(resp: Response) -> String {
+    let mut body = resp.into_body().into_data_stream();
+    let mut out = String::new();
+    while let Some(chunk) = body.next().await {
+        out.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+    }
+    out
+}
+
+/// `took` is `secs`, to tokio's 1 ms timer resolution (a deadline fires at
+/// the first tick at or after it).
+fn is_about(took: Duration, secs: u64) -> bool {
+    let want = Duration::from_secs(secs);
+    took >= want && took < want + Duration::from_millis(5)
+}
+
+fn served_by(resp: &Response) -> &str {
+    resp.headers()[crate::proxy::context::SELECTED_CONNECTION].to_str().unwrap()
+}
+
+#[tokio::test]
+async fn headers_that_never_come_fail_over_after_exactly_the_readiness_budget() {
+    let h = harness().await;
+    h.fake.script(A, [Reply::Never]);
+    h.fake.script(B, [Reply::Answer(200, vec![Step::Send(TEXT), Step::Send(DONE)])]);
+    let (res, took) = h.stream().await;
+    let resp = res.unwrap();
+    assert_eq!(served_by(&resp), "b");
+    assert!(is_about(took, 80), "{took:?}");
+    assert!(text(resp).await.contains("hello"));
+}
+
+#[tokio::test]
+async fn the_readiness_budget_counts_from_the_attempt_start_and_keepalives_do_not_stop_it() {
+    let h = harness().await;
+    let slow = vec![
+        Step::Wait(Duration::from_secs(79)),
+        Step::Send(": ping\n\n"),
+        Step::Wait(Duration::from_secs(5)),
+        Step::Send(TEXT),
+    ];
+    h.fake.script(A, [Reply::Answer(200, slow)]);
+    h.fake.script(B, [Reply::Answer(200, vec![Step::Send(TEXT), Step::Send(DONE)])]);
+    let (res, took) = h.stream().await;
+    assert_eq!(served_by(&res.unwrap()), "b");
+    assert!(is_about(took, 80), "{took:?}");
+    let health = h.state.engine.health("a");
+    assert!(health.last_error.is_some_and(|e| e.contains("80000ms")), "a timeout is a failure of the connection");
+}
+
+#[tokio::test]
+async fn an_early_end_is_retried_once_unmarked_then_fails_over() {
+    let h = harness().await;
+    let early = Reply::Answer(200, vec![]);
+    h.fake.script(A, [early.clone(), early]);
+    h.fake.script(B, [Reply::Answer(200, vec![Step::Send(TEXT), Step::Send(DONE)])]);
+    let (res, took) = h.stream().await;
+    assert_eq!((served_by(&res.unwrap()), took), ("b", Duration::ZERO));
+    assert_eq!(h.fake.calls(), [A, A, B]);
+    assert_eq!(h.state.engine.health("a"), Default::default(), "no account marking");
+}
+
+#[tokio::test]
+async fn with_nothing_left_a_stream_that_never_became_ready_is_a_504() {
+    let h = harness().await;
+    h.fake.script(A, [Reply::Never]);
+    h.fake.script(B, [Reply::Answer(200, vec![Step::Silence])]);
+    let (res, took) = h.stream().await;
+    let e = ProxyError::from(res.unwrap_err());
+    assert_eq!((e.status.as_u16(), e.code), (504, "STREAM_READINESS_TIMEOUT"));
+    assert!(is_about(took, 160), "each connection had its own 80 s: {took:?}");
+}
+
+#[tokio::test]
+async fn a_committed_stream_reports_its_end_to_the_engine_when_it_breaks() {
+    let h = harness().await;
+    h.fake.script(A, [Reply::Answer(200, vec![Step::Send(TEXT), Step::Wait(Duration::from_secs(1)), Step::Break])]);
+    let (res, _) = h.stream().await;
+    let resp = res.unwrap();
+    assert_eq!(h.state.engine.health("a"), Default::default(), "nothing is known when the headers arrive");
+    let body = text(resp).await;
+    assert!(body.contains("hello") && body.contains("\"error\""), "{body}");
+    let health = h.state.engine.health("a");
+    assert!(health.rate_limited_until.is_some(), "the drop cooled the connection: {health:?}");
+}
