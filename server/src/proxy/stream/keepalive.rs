@@ -38,13 +38,6 @@ pub fn frame(client: Protocol) -> Bytes {
     }
 }
 
-/// An interval whose first tick is one period away.
-pub fn interval(period: Duration) -> Interval {
-    let mut i = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
-    i.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    i
-}
-
 /// Serves a stream request: its answer as it is when the dispatch loop
 /// has one within `period`, else an SSE response that keeps the client
 /// alive until the answer comes.

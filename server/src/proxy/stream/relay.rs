@@ -21,7 +21,7 @@ use std::{
     task::{Context, Poll},
     time::Duration,
 };
-use tokio::time::{Instant, Interval, Sleep};
+use tokio::time::{Instant, Sleep};
 
 use super::{
     keepalive,
@@ -126,6 +126,41 @@ impl Throughput {
     }
 }
 
+/// A budget that runs from the last time something happened. Touching it
+/// only notes the time; its timer is re-armed lazily when it fires early,
+/// so a busy stream costs no timer operation per chunk.
+struct Idle {
+    budget: Duration,
+    last: Instant,
+    timer: Pin<Box<Sleep>>,
+}
+
+impl Idle {
+    fn new(budget: Duration) -> Self {
+        let now = Instant::now();
+        Self { budget, last: now, timer: Box::pin(tokio::time::sleep_until(now + budget)) }
+    }
+
+    fn touch(&mut self, now: Instant) {
+        self.last = now;
+    }
+
+    /// Whether the budget ran out since the last touch (registers the
+    /// waker otherwise).
+    fn poll_expired(&mut self, cx: &mut Context<'_>) -> bool {
+        loop {
+            if self.timer.as_mut().poll(cx).is_pending() {
+                return false;
+            }
+            let due = self.last + self.budget;
+            if due <= Instant::now() {
+                return true;
+            }
+            self.timer.as_mut().reset(due);
+        }
+    }
+}
+
 /// What `poll_upstream` has for the client.
 enum Next {
     /// An upstream chunk, to translate.
@@ -154,10 +189,10 @@ pub struct Relay<F: Finish> {
     held: VecDeque<Bytes>,
     upstream_ended: bool,
     watch: Watch,
-    stall: Pin<Box<Sleep>>,
-    stall_budget: Duration,
-    /// Ticks one period after the last frame the client got.
-    heartbeat: Interval,
+    /// Fires `stall` after the last model output.
+    stall: Idle,
+    /// Fires one heartbeat period after the last frame the client got.
+    heartbeat: Idle,
     throughput: Option<Throughput>,
     client: Protocol,
     translator: Option<StreamTranslator>,
@@ -181,9 +216,8 @@ impl<F: Finish> Relay<F> {
             held: committed.held.into(),
             upstream_ended: committed.ended,
             watch: committed.watch,
-            stall: Box::pin(tokio::time::sleep(budgets.stall)),
-            stall_budget: budgets.stall,
-            heartbeat: keepalive::interval(budgets.heartbeat),
+            stall: Idle::new(budgets.stall),
+            heartbeat: Idle::new(budgets.heartbeat),
             throughput: budgets.throughput.map(|cfg| {
                 let started = Instant::now();
                 let first = started + Duration::from_millis(cfg.warmup_ms.saturating_add(cfg.window_ms));
@@ -251,8 +285,8 @@ impl<F: Finish> Relay<F> {
         }
         match self.upstream.as_mut().poll_next(cx) {
             Poll::Pending => {
-                if self.stall.as_mut().poll(cx).is_ready() {
-                    return Poll::Ready(Next::End(Some(self.fail(StreamEnd::Stalled(self.stall_budget)))));
+                if self.stall.poll_expired(cx) {
+                    return Poll::Ready(Next::End(Some(self.fail(StreamEnd::Stalled(self.stall.budget)))));
                 }
                 if let Some(t) = self.throughput.as_mut()
                     && t.check.as_mut().poll(cx).is_ready()
@@ -260,7 +294,8 @@ impl<F: Finish> Relay<F> {
                 {
                     return Poll::Ready(Next::End(Some(self.fail(StreamEnd::TooSlow))));
                 }
-                if self.heartbeat.poll_tick(cx).is_ready() {
+                if self.heartbeat.poll_expired(cx) {
+                    self.heartbeat.touch(Instant::now());
                     return Poll::Ready(Next::Keepalive);
                 }
                 Poll::Pending
@@ -268,8 +303,7 @@ impl<F: Finish> Relay<F> {
             Poll::Ready(Some(Ok(chunk))) => {
                 let seen = self.watch.feed(&chunk);
                 if seen.output {
-                    let at = Instant::now() + self.stall_budget;
-                    self.stall.as_mut().reset(at);
+                    self.stall.touch(Instant::now());
                 }
                 if self.throughput.as_mut().is_some_and(|t| t.judge(Some(&seen))) {
                     return Poll::Ready(Next::End(Some(self.fail(StreamEnd::TooSlow))));
@@ -309,7 +343,7 @@ impl<F: Finish> Stream for Relay<F> {
                 if let Some(a) = this.attempt.as_mut() {
                     a.relayed(&out);
                 }
-                this.heartbeat.reset();
+                this.heartbeat.touch(Instant::now());
                 return Poll::Ready(Some(Ok(out)));
             }
         }
