@@ -9,6 +9,11 @@ than the client:
 * openai Python SDK (Chat Completions)            -> Anthropic upstream
 * anthropic Python SDK (Messages)                 -> OpenAI-compatible upstream
 
+and Claude Code and Codex complete their turn when the first connection of
+their upstream stalls — before its response headers, and after its first
+event — while a second connection is healthy (xtask sets short stream
+budgets for this).
+
 The tool round trip: the fake answers the first call of the conversation
 with a tool call (scripted through its control API), the client runs the
 tool (or the test plays the tool for the SDKs) and sends the result; the
@@ -46,11 +51,15 @@ def http(method, url, body=None, key=None):
 
 
 def setup():
-    """Two connections to the fake (OpenAI-compatible and Anthropic) and a client key."""
-    http("POST", f"{GW}/api/providers", {"provider": "openai", "name": "fake-openai", "apiKey": "sk-fake-openai",
-                                          "baseUrl": f"{FAKE}/v1"}, MGMT)
-    http("POST", f"{GW}/api/providers", {"provider": "anthropic", "name": "fake-anthropic", "apiKey": "sk-fake-ant",
-                                          "baseUrl": FAKE}, MGMT)
+    """Two connections per upstream (OpenAI-compatible and Anthropic; the
+    second by priority is the healthy sibling of the stall scenarios) and a
+    client key."""
+    for n, priority in (("", 0), ("-2", 1)):
+        http("POST", f"{GW}/api/providers", {"provider": "openai", "name": f"fake-openai{n}",
+                                              "apiKey": f"sk-fake-openai{n}", "baseUrl": f"{FAKE}/v1",
+                                              "priority": priority}, MGMT)
+        http("POST", f"{GW}/api/providers", {"provider": "anthropic", "name": f"fake-anthropic{n}",
+                                              "apiKey": f"sk-fake-ant{n}", "baseUrl": FAKE, "priority": priority}, MGMT)
     return http("POST", f"{GW}/api/keys", {"name": "e2e-clients"}, MGMT)["key"]
 
 
@@ -149,6 +158,62 @@ def shell_call(recorded, command):
     raise RuntimeError(f"no shell tool among {names}")
 
 
+# (when, the fault, whether the sibling must serve: after the first event
+# the stream was already committed, so the client's own retry may go to
+# the first connection again — a stall does not cool it by default).
+STALLS = (("before its headers", {"latencyMs": 600000}, True),
+          ("after its first event", {"stallAfterChunks": 1}, False))
+
+
+def stalls(name, cmd, env, cwd, first_key, sibling_key, ok_output):
+    """`cmd` completes while the first connection's next request stalls."""
+    results = []
+    for when, fault, sibling_serves in STALLS:
+        reset()
+        # The stall before the headers cooled the first connection: start over.
+        http("POST", f"{GW}/api/resilience/cooldowns", {"all": True}, MGMT)
+        http("POST", f"{GW}/api/resilience/reset", {}, MGMT)
+        http("POST", f"{FAKE}/_control/rules", dict(fault, apiKey=first_key, times=1))
+        p, secs = run(cmd, env, cwd)
+        seen = [json.dumps(r["headers"]) for r in http("GET", f"{FAKE}/_control/requests")]
+        # Exact values: the first key is a prefix of its sibling's.
+        stalled = any(f'"{first_key}"' in h or f'Bearer {first_key}"' in h for h in seen)
+        sibling = any(sibling_key in h for h in seen)
+        ok = p.returncode == 0 and ok_output(p) and stalled and (sibling or not sibling_serves)
+        results.append((f"{name}: first connection stalls {when}", ok, secs, p.stdout[-400:] + p.stderr[-400:]))
+    return results
+
+
+def claude_code_stalls(key):
+    home = tempfile.mkdtemp(dir=WORK)
+    env = dict(os.environ, HOME=home, ANTHROPIC_BASE_URL=GW, ANTHROPIC_API_KEY=key,
+               CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_AUTOUPDATER="1",
+               ANTHROPIC_SMALL_FAST_MODEL="openai/fake-model-mini", CI="1")
+    cmd = [os.path.join(BIN, "claude"), "-p", "--output-format", "json", "--model", "openai/fake-model", "Say hello"]
+    return stalls("Claude Code -> OpenAI upstream", cmd, env, home, "sk-fake-openai", "sk-fake-openai-2",
+                  lambda p: TEXT in p.stdout)
+
+
+def codex_stalls(key):
+    home = tempfile.mkdtemp(dir=WORK)
+    with open(os.path.join(home, "config.toml"), "w") as f:
+        f.write(f'''model = "anthropic/fake-model"
+model_provider = "omniroute"
+check_for_update_on_startup = false
+
+[model_providers.omniroute]
+name = "OmniRoute"
+base_url = "{GW}/v1"
+env_key = "OMNIROUTE_TEST_KEY"
+wire_api = "responses"
+''')
+    env = dict(os.environ, CODEX_HOME=home, OMNIROUTE_TEST_KEY=key, HOME=home)
+    cmd = [os.path.join(BIN, "codex"), "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
+           "Say hello"]
+    return stalls("Codex -> Anthropic upstream", cmd, env, home, "sk-fake-ant", "sk-fake-ant-2",
+                  lambda p: TEXT in p.stdout + p.stderr)
+
+
 def openai_sdk(key):
     import openai
     client = openai.OpenAI(base_url=f"{GW}/v1", api_key=key)
@@ -203,7 +268,7 @@ def anthropic_sdk(key):
 def main():
     key = setup()
     results = []
-    for scenario in (anthropic_sdk, openai_sdk, claude_code, codex):
+    for scenario in (anthropic_sdk, openai_sdk, claude_code, codex, claude_code_stalls, codex_stalls):
         try:
             results += scenario(key)
         except Exception as e:  # a client that crashes is a failed scenario, not a crashed run

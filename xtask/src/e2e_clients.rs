@@ -1,7 +1,8 @@
 //! `cargo xtask e2e-clients` (opt-in: about 1 GB of npm packages): real
 //! coding agents and the official SDKs through the gateway — Claude Code,
 //! Codex CLI, and the `openai` and `anthropic` Python SDKs, each against a
-//! fake upstream of another protocol, each with a tool round trip. Pinned
+//! fake upstream of another protocol, each with a tool round trip; and
+//! Claude Code and Codex through a first connection that stalls. Pinned
 //! versions come from `end2end/clients/{package.json,requirements.txt}`
 //! (npm and PyPI only); the scenarios are in `end2end/clients/run.py`.
 
@@ -34,7 +35,13 @@ pub fn run() -> anyhow::Result<()> {
     let scratch = work.join("scratch");
     let _ = std::fs::remove_dir_all(&data_dir);
     std::fs::create_dir_all(&scratch)?;
-    let env = [("OMNIROUTE_MANAGEMENT_KEY", MANAGEMENT_KEY)];
+    // Short stream budgets: the stall scenarios fail over in seconds.
+    let env = [
+        ("OMNIROUTE_MANAGEMENT_KEY", MANAGEMENT_KEY),
+        ("STREAM_READINESS_TIMEOUT_MS", "3000"),
+        ("STREAM_IDLE_TIMEOUT_MS", "3000"),
+        ("FETCH_TIMEOUT_MS", "5000"),
+    ];
     let (gateway, fake, url, fake_url) = e2e::start_stack("debug", &data_dir, "info,server=warn", &env)?;
     step(&format!("clients against {url} (fake upstream {fake_url})"));
     let result = util::run(
