@@ -93,6 +93,10 @@ pub struct Config {
     /// How often a waiting stream client gets a keepalive frame
     /// (`SSE_HEARTBEAT_INTERVAL_MS`).
     pub sse_heartbeat_interval: Duration,
+    /// Stream recovery (`STREAM_RECOVERY_ENABLED`, off by default): the
+    /// start of a stream is held back so that early failures are retried
+    /// where the client cannot see them.
+    pub stream_recovery: bool,
     pub shutdown_grace: Duration,
     pub log_retention_rows: u64,
     pub max_body_bytes: usize,
@@ -172,6 +176,7 @@ impl Config {
                 "SSE_HEARTBEAT_INTERVAL_MS",
                 DEFAULT_SSE_HEARTBEAT_INTERVAL_MS,
             )?),
+            stream_recovery: parse_flag(env, "STREAM_RECOVERY_ENABLED")?,
             shutdown_grace: Duration::from_millis(parse_env(
                 env,
                 "OMNIROUTE_SHUTDOWN_GRACE_MS",
@@ -203,6 +208,18 @@ fn parse_env<T: std::str::FromStr>(
             name: name.into(),
             value: v.clone(),
             reason: "expected a non-negative integer".into(),
+        }),
+    }
+}
+
+/// An on/off variable (`true/1/on/yes`, `false/0/off/no`); off when unset.
+fn parse_flag(env: &HashMap<String, String>, name: &'static str) -> Result<bool, ConfigError> {
+    match env.get(name).filter(|v| !v.is_empty()) {
+        None => Ok(false),
+        Some(v) => app::types::settings::parse_bool(v.trim()).ok_or_else(|| ConfigError {
+            name: name.into(),
+            value: v.clone(),
+            reason: "expected true or false".into(),
         }),
     }
 }
@@ -250,6 +267,12 @@ mod tests {
         let c = Config::resolve(&Flags::default(), &env(&[("STREAM_READINESS_TIMEOUT_MS", "250")])).unwrap();
         assert_eq!(c.stream_readiness_timeout, Duration::from_millis(250));
         assert_eq!(c.sse_heartbeat_interval, Duration::from_secs(15));
+        assert!(!c.stream_recovery);
+        assert!(
+            Config::resolve(&Flags::default(), &env(&[("STREAM_RECOVERY_ENABLED", "on")])).unwrap().stream_recovery
+        );
+        let err = Config::resolve(&Flags::default(), &env(&[("STREAM_RECOVERY_ENABLED", "maybe")])).unwrap_err();
+        assert_eq!(err.name, "STREAM_RECOVERY_ENABLED");
     }
 
     #[test]

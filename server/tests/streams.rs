@@ -258,3 +258,21 @@ async fn the_throughput_watchdog_setting_aborts_a_trickling_stream() {
     assert_eq!(gw.state.engine.health(&id).rate_limited_until, None, "like a stall: recorded, not cooled");
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn with_stream_recovery_an_early_mid_stream_drop_is_invisible_to_every_client_protocol() {
+    let fake = FakeUpstream::start().await.unwrap();
+    let gw = Gateway::start_configured(tempfile::tempdir().unwrap(), |c| c.stream_recovery = true).await;
+    for (client, up) in same_protocol_pairs() {
+        let bad_key = format!("bad-{}", up.provider);
+        gw.add_connection(up.provider, "bad", &bad_key, &base_url(&fake, up.provider), 0).await;
+        let good = gw
+            .add_connection(up.provider, "good", &format!("good-{}", up.provider), &base_url(&fake, up.provider), 1)
+            .await;
+        fake.push_rule(on_key(&bad_key, Rule { times: Some(1), drop_after_chunks: Some(2), ..Rule::default() }));
+        let resp = post(&gw, client, up.model, true, &ask(client, up.model, true)).await;
+        assert_eq!(selected(&resp), good, "{client:?}: the sibling served");
+        assert_eq!(text(client, true, resp).await, DEFAULT_CONTENT, "{client:?}: once, no error event");
+    }
+    gw.stop().await;
+}

@@ -120,6 +120,7 @@ pub async fn serve(state: &Arc<AppState>, req: &ClientRequest, inbound: &Inbound
         stream: req.stream,
         key: inbound.key,
         passthrough_headers: &req.passthrough_headers,
+        recovered: Default::default(),
     };
     let plan = match state.combos.get(&req.model) {
         Some(combo) => Plan::combo(combo, &snapshot),

@@ -97,7 +97,8 @@ pub fn read_env(get: impl Fn(&str) -> Option<String>) -> Result<Vec<EnvSource>, 
     Ok(sources)
 }
 
-fn parse_bool(raw: &str) -> Option<bool> {
+/// A boolean as the environment spells it: `true/1/on/yes`, `false/0/off/no`.
+pub fn parse_bool(raw: &str) -> Option<bool> {
     match raw.to_ascii_lowercase().as_str() {
         "true" | "1" | "on" | "yes" => Some(true),
         "false" | "0" | "off" | "no" => Some(false),

@@ -78,6 +78,8 @@ pub struct Caller<'a> {
     pub key: Option<&'a KeyEntry>,
     /// Client headers for an upstream of the client's own protocol.
     pub passthrough_headers: &'a HeaderMap,
+    /// Early stream failures stream recovery absorbed so far.
+    pub recovered: std::sync::atomic::AtomicU8,
 }
 
 /// One client request, ready to send to one target.

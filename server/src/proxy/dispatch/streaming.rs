@@ -4,12 +4,15 @@
 //! attempt guard to the stream's last byte. A stream that times out,
 //! breaks or reports an error before that fails like any attempt; one that
 //! ends early is retried once on the same connection without marking it.
+//! With stream recovery on, the commit point is the end of the hold-back
+//! window instead (see `readiness::hold_back`).
 
 use axum::{
     body::Body,
     http::{HeaderValue, header},
     response::Response,
 };
+use std::sync::atomic::Ordering;
 use tokio::time::Instant;
 
 use super::{AttemptGuard, Call, Failed, Failure, NO_HEADERS, StreamCode, Tried, answer::insert_connection};
@@ -40,10 +43,20 @@ pub(super) async fn open(
         .flatten();
     let mut body = resp.into_stream();
     let mut watch = Watch::new(upstream);
-    let ready = match readiness::first_event(&mut body, &mut watch, deadline).await {
+    let mut ready = match readiness::first_event(&mut body, &mut watch, deadline).await {
         Ok(ready) => ready,
         Err(why) => return not_ready(&mut guard, why, state),
     };
+    let recovered = &call.caller.recovered;
+    if state.config.stream_recovery && recovered.load(Ordering::Relaxed) < readiness::MAX_EARLY_RECOVERIES {
+        ready = match readiness::hold_back(&mut body, &mut watch, ready).await {
+            Ok(ready) => ready,
+            Err(why) => {
+                recovered.fetch_add(1, Ordering::Relaxed);
+                return not_ready(&mut guard, why, state);
+            }
+        };
+    }
     let translator = (upstream != client).then(|| StreamTranslator::new(upstream, client, now_ms() / 1000));
     let committed = Committed { held: ready.held, ended: ready.ended, watch };
     let watchdog = state.resilience.current().stream_recovery.throughput_watchdog.clone();

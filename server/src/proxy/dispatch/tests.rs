@@ -30,8 +30,14 @@ struct Harness {
 }
 
 async fn harness() -> Harness {
+    harness_with(|_| {}).await
+}
+
+async fn harness_with(adjust: impl FnOnce(&mut Config)) -> Harness {
     let dir = tempfile::tempdir().unwrap();
-    let mut state = crate::build_state(Config::for_data_dir(dir.path().to_path_buf())).await.unwrap();
+    let mut config = Config::for_data_dir(dir.path().to_path_buf());
+    adjust(&mut config);
+    let mut state = crate::build_state(config).await.unwrap();
     let fake = Arc::new(FakeUpstream::default());
     Arc::get_mut(&mut state).unwrap().upstream = fake.clone();
     let openai = catalog::find("openai").unwrap();
@@ -59,6 +65,7 @@ impl Harness {
             stream: true,
             key: None,
             passthrough_headers: &req.passthrough_headers,
+            recovered: Default::default(),
         };
         let plan = Plan::single(Target { provider: catalog::find("openai").unwrap(), model: "gpt-4o-mini".into() });
         let started = Instant::now();
@@ -151,4 +158,20 @@ async fn a_committed_stream_reports_its_end_to_the_engine_when_it_breaks() {
     assert!(body.contains("hello") && body.contains("\"error\""), "{body}");
     let health = h.state.engine.health("a");
     assert!(health.rate_limited_until.is_some(), "the drop cooled the connection: {health:?}");
+}
+
+#[tokio::test]
+async fn with_stream_recovery_an_early_break_is_retried_where_the_client_cannot_see_it() {
+    let h = harness_with(|c| c.stream_recovery = true).await;
+    let early_break = vec![Step::Send(TEXT), Step::Wait(Duration::from_millis(200)), Step::Break];
+    h.fake.script(A, [Reply::Answer(200, early_break)]);
+    h.fake.script(B, [Reply::Answer(200, vec![Step::Send(TEXT), Step::Send(DONE)])]);
+    let (res, took) = h.stream().await;
+    let resp = res.unwrap();
+    assert_eq!(served_by(&resp), "b");
+    assert!(took < Duration::from_millis(300), "failed over at the break, not after the window: {took:?}");
+    let body = text(resp).await;
+    assert_eq!(body.matches("hello").count(), 1, "only b's stream, no duplicate, no error: {body}");
+    assert!(!body.contains("\"error\""), "{body}");
+    assert!(h.state.engine.health("a").rate_limited_until.is_some(), "the break counted against a");
 }
