@@ -129,10 +129,12 @@ impl ConnectionHealth {
             self.expired_retries += 1;
         }
         let cooldown = v.cooldown_ms;
-        self.backoff_level = v.backoff_level;
         if cooldown == 0 || !cool {
+            // Recorded only: the ladder does not climb for a failure that
+            // cools nothing (a stall, a connection that opts out).
             return Marked::Recorded;
         }
+        self.backoff_level = v.backoff_level;
         self.rate_limited_until = Some(now.saturating_add(i64::try_from(cooldown).unwrap_or(i64::MAX)));
         Marked::Cooled(cooldown)
     }

@@ -182,6 +182,7 @@ fn a_stream_stall_is_recorded_but_cools_only_when_stall_cooldown_is_on() {
     e.on_failure(&stall, &settings, &cfg(5), None);
     let h = e.health("c1");
     assert_eq!((h.rate_limited_until, h.last_error.as_deref()), (None, Some("the upstream stream stalled")));
+    assert_eq!(h.backoff_level, 0, "the ladder does not climb for what cools nothing");
     assert!(e.exclusion("openai", "c1", "gpt-4o").is_none(), "still eligible");
     settings.stream_stall_cooldown.enabled = true;
     e.on_failure(&AttemptFailure { connection_id: "c2", ..stall }, &settings, &cfg(5), None);
