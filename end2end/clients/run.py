@@ -90,11 +90,34 @@ def run(cmd, env, cwd):
     return p, time.time() - started
 
 
-def claude_code(key):
+def claude_home(key):
+    """A scratch home for Claude Code and its environment, pointed at the gateway."""
     home = tempfile.mkdtemp(dir=WORK)
     env = dict(os.environ, HOME=home, ANTHROPIC_BASE_URL=GW, ANTHROPIC_API_KEY=key,
                CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_AUTOUPDATER="1",
                ANTHROPIC_SMALL_FAST_MODEL="openai/fake-model-mini", CI="1")
+    return home, env
+
+
+def codex_home(key):
+    """A scratch CODEX_HOME whose config routes Codex through the gateway."""
+    home = tempfile.mkdtemp(dir=WORK)
+    with open(os.path.join(home, "config.toml"), "w") as f:
+        f.write(f'''model = "anthropic/fake-model"
+model_provider = "omniroute"
+check_for_update_on_startup = false
+
+[model_providers.omniroute]
+name = "OmniRoute"
+base_url = "{GW}/v1"
+env_key = "OMNIROUTE_TEST_KEY"
+wire_api = "responses"
+''')
+    return home, dict(os.environ, CODEX_HOME=home, OMNIROUTE_TEST_KEY=key, HOME=home)
+
+
+def claude_code(key):
+    home, env = claude_home(key)
     claude = os.path.join(BIN, "claude")
     base = [claude, "-p", "--output-format", "json", "--model", "openai/fake-model"]
     results = []
@@ -112,19 +135,7 @@ def claude_code(key):
 
 
 def codex(key):
-    home = tempfile.mkdtemp(dir=WORK)
-    with open(os.path.join(home, "config.toml"), "w") as f:
-        f.write(f'''model = "anthropic/fake-model"
-model_provider = "omniroute"
-check_for_update_on_startup = false
-
-[model_providers.omniroute]
-name = "OmniRoute"
-base_url = "{GW}/v1"
-env_key = "OMNIROUTE_TEST_KEY"
-wire_api = "responses"
-''')
-    env = dict(os.environ, CODEX_HOME=home, OMNIROUTE_TEST_KEY=key, HOME=home)
+    home, env = codex_home(key)
     codex = os.path.join(BIN, "codex")
     base = [codex, "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"]
     results = []
@@ -185,29 +196,14 @@ def stalls(name, cmd, env, cwd, first_key, sibling_key, ok_output):
 
 
 def claude_code_stalls(key):
-    home = tempfile.mkdtemp(dir=WORK)
-    env = dict(os.environ, HOME=home, ANTHROPIC_BASE_URL=GW, ANTHROPIC_API_KEY=key,
-               CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_AUTOUPDATER="1",
-               ANTHROPIC_SMALL_FAST_MODEL="openai/fake-model-mini", CI="1")
+    home, env = claude_home(key)
     cmd = [os.path.join(BIN, "claude"), "-p", "--output-format", "json", "--model", "openai/fake-model", "Say hello"]
     return stalls("Claude Code -> OpenAI upstream", cmd, env, home, "sk-fake-openai", "sk-fake-openai-2",
                   lambda p: TEXT in p.stdout)
 
 
 def codex_stalls(key):
-    home = tempfile.mkdtemp(dir=WORK)
-    with open(os.path.join(home, "config.toml"), "w") as f:
-        f.write(f'''model = "anthropic/fake-model"
-model_provider = "omniroute"
-check_for_update_on_startup = false
-
-[model_providers.omniroute]
-name = "OmniRoute"
-base_url = "{GW}/v1"
-env_key = "OMNIROUTE_TEST_KEY"
-wire_api = "responses"
-''')
-    env = dict(os.environ, CODEX_HOME=home, OMNIROUTE_TEST_KEY=key, HOME=home)
+    home, env = codex_home(key)
     cmd = [os.path.join(BIN, "codex"), "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
            "Say hello"]
     return stalls("Codex -> Anthropic upstream", cmd, env, home, "sk-fake-ant", "sk-fake-ant-2",

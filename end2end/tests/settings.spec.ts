@@ -54,6 +54,14 @@ test('a card refuses an invalid value in the browser, saves a valid one, and kee
   expect(api.comboCooldownWait).toEqual({ enabled: true, maxWaitMs: 120000, maxAttempts: 3, budgetMs: 240000 });
 });
 
+test('a card whose setting the engine does not act on yet says so; the others do not', async ({ page }) => {
+  await openSettings(page, '/settings/resilience');
+  for (const id of ['request-queue', 'combo-cooldown-wait', 'quota-share', 'session-affinity']) {
+    await expect(page.locator(`[data-card="${id}"] [data-not-yet]`)).toContainText('Not enforced yet');
+  }
+  await expect(page.locator('[data-card="provider-breaker"] [data-not-yet]')).toHaveCount(0);
+});
+
 test('the server re-checks a save and its field errors are shown at the field', async ({ page }) => {
   await openSettings(page, '/settings/resilience');
   const card = page.locator('[data-card="provider-breaker"]');

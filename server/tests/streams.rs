@@ -31,6 +31,14 @@ async fn start() -> (FakeUpstream, Gateway) {
     (fake, gw)
 }
 
+/// A connection named `name` to the fake for `provider`: its key
+/// (`<name>-<provider>`) and its id.
+async fn connect(gw: &Gateway, fake: &FakeUpstream, provider: &str, name: &str, priority: i32) -> (String, String) {
+    let key = format!("{name}-{provider}");
+    let id = gw.add_connection(provider, name, &key, &base_url(fake, provider), priority).await;
+    (key, id)
+}
+
 fn on_key(key: &str, rule: Rule) -> Rule {
     Rule { api_key: Some(key.into()), ..rule }
 }
@@ -53,11 +61,8 @@ fn ends_with_error_event(client: Client, events: &[(Option<String>, Value)]) -> 
 async fn headers_that_never_come_fail_over_to_the_sibling_within_the_budget() {
     let (fake, gw) = start().await;
     for (client, up) in same_protocol_pairs() {
-        let slow_key = format!("slow-{}", up.provider);
-        let slow = gw.add_connection(up.provider, "slow", &slow_key, &base_url(&fake, up.provider), 0).await;
-        let good = gw
-            .add_connection(up.provider, "good", &format!("good-{}", up.provider), &base_url(&fake, up.provider), 1)
-            .await;
+        let (slow_key, slow) = connect(&gw, &fake, up.provider, "slow", 0).await;
+        let (_, good) = connect(&gw, &fake, up.provider, "good", 1).await;
         for stream in [true, false] {
             fake.push_rule(on_key(&slow_key, Rule { times: Some(1), latency_ms: 60_000, ..Rule::default() }));
             let started = Instant::now();
@@ -77,8 +82,7 @@ async fn headers_that_never_come_fail_over_to_the_sibling_within_the_budget() {
 async fn a_stream_that_ends_before_its_first_event_is_retried_once_on_the_same_connection_unmarked() {
     let (fake, gw) = start().await;
     for (client, up) in same_protocol_pairs() {
-        let key = format!("key-{}", up.provider);
-        let id = gw.add_connection(up.provider, "only", &key, &base_url(&fake, up.provider), 0).await;
+        let (key, id) = connect(&gw, &fake, up.provider, "only", 0).await;
         fake.push_rule(on_key(&key, Rule { times: Some(1), end_after_chunks: Some(0), ..Rule::default() }));
         let resp = post(&gw, client, up.model, true, &ask(client, up.model, true)).await;
         assert_eq!(resp.status(), 200, "{client:?}");
@@ -104,8 +108,7 @@ async fn a_stream_that_ends_before_its_first_event_is_retried_once_on_the_same_c
 async fn one_event_then_silence_ends_with_the_protocols_error_event_within_the_idle_budget() {
     let (fake, gw) = start().await;
     for (client, up) in same_protocol_pairs() {
-        let key = format!("key-{}", up.provider);
-        let id = gw.add_connection(up.provider, "only", &key, &base_url(&fake, up.provider), 0).await;
+        let (key, id) = connect(&gw, &fake, up.provider, "only", 0).await;
         fake.push_rule(on_key(&key, Rule { times: Some(1), stall_after_chunks: Some(1), ..Rule::default() }));
         let started = Instant::now();
         let resp = post(&gw, client, up.model, true, &ask(client, up.model, true)).await;
@@ -142,11 +145,8 @@ async fn with_stall_cooldown_on_a_stalled_connection_cools() {
 async fn a_connection_that_drops_every_stream_is_cooled_and_its_sibling_serves_the_next_request() {
     let (fake, gw) = start().await;
     for (client, up) in same_protocol_pairs() {
-        let bad_key = format!("bad-{}", up.provider);
-        let bad = gw.add_connection(up.provider, "bad", &bad_key, &base_url(&fake, up.provider), 0).await;
-        let good = gw
-            .add_connection(up.provider, "good", &format!("good-{}", up.provider), &base_url(&fake, up.provider), 1)
-            .await;
+        let (bad_key, bad) = connect(&gw, &fake, up.provider, "bad", 0).await;
+        let (_, good) = connect(&gw, &fake, up.provider, "good", 1).await;
         fake.push_rule(on_key(&bad_key, Rule { drop_after_chunks: Some(2), ..Rule::default() }));
         let resp = post(&gw, client, up.model, true, &ask(client, up.model, true)).await;
         assert_eq!(selected(&resp), bad);
@@ -214,8 +214,7 @@ async fn keepalives_arrive_while_the_first_event_is_late_and_a_late_failure_is_a
     })
     .await;
     for (client, up) in same_protocol_pairs() {
-        let key = format!("key-{}", up.provider);
-        let id = gw.add_connection(up.provider, "only", &key, &base_url(&fake, up.provider), 0).await;
+        let (key, id) = connect(&gw, &fake, up.provider, "only", 0).await;
         fake.push_rule(on_key(&key, Rule { times: Some(1), latency_ms: 450, ..Rule::default() }));
         let resp = post(&gw, client, up.model, true, &ask(client, up.model, true)).await;
         assert_eq!(resp.status(), 200, "{client:?}: committed early");
@@ -264,11 +263,8 @@ async fn with_stream_recovery_an_early_mid_stream_drop_is_invisible_to_every_cli
     let fake = FakeUpstream::start().await.unwrap();
     let gw = Gateway::start_configured(tempfile::tempdir().unwrap(), |c| c.stream_recovery = true).await;
     for (client, up) in same_protocol_pairs() {
-        let bad_key = format!("bad-{}", up.provider);
-        gw.add_connection(up.provider, "bad", &bad_key, &base_url(&fake, up.provider), 0).await;
-        let good = gw
-            .add_connection(up.provider, "good", &format!("good-{}", up.provider), &base_url(&fake, up.provider), 1)
-            .await;
+        let (bad_key, _) = connect(&gw, &fake, up.provider, "bad", 0).await;
+        let (_, good) = connect(&gw, &fake, up.provider, "good", 1).await;
         fake.push_rule(on_key(&bad_key, Rule { times: Some(1), drop_after_chunks: Some(2), ..Rule::default() }));
         let resp = post(&gw, client, up.model, true, &ask(client, up.model, true)).await;
         assert_eq!(selected(&resp), good, "{client:?}: the sibling served");

@@ -17,6 +17,9 @@ pub struct Card {
     pub title: &'static str,
     /// Scope, trigger and effect in a sentence or two.
     pub explain: &'static str,
+    /// Set while the engine does not act on the card yet: what the card
+    /// would do is stored and validated, but nothing reads it.
+    pub not_yet: Option<&'static str>,
     /// The page the card lives on.
     pub page: &'static str,
     pub fields: &'static [Field],
@@ -44,6 +47,9 @@ pub static RESILIENCE_CARDS: [Card; 11] = [
         id: "request-queue",
         title: "Request queue",
         explain: "Scope: each provider connection's local queue. Trigger: more requests than its rate or concurrency allows. Effect: requests wait in line up to the queue wait, then fail with RATE_LIMIT_QUEUE_TIMEOUT; a full queue (max depth, 0 = unbounded) refuses at once with RATE_LIMIT_QUEUE_FULL.",
+        not_yet: Some(
+            "Not enforced yet: the request queue is saved and validated, but requests are not queued or rate-limited by it.",
+        ),
         page: RESILIENCE,
         fields: &[
             f("requestQueue.autoEnableApiKeyProviders", "Protect every API-key connection automatically", Bool),
@@ -59,6 +65,7 @@ pub static RESILIENCE_CARDS: [Card; 11] = [
         id: "connection-cooldown",
         title: "Connection cooldown",
         explain: "Scope: one connection (account or key). Trigger: that connection fails (429, auth, 5xx). Effect: it is skipped for base × 2^level, up to max backoff steps; other connections of the provider keep serving. Upstream retry hints replace the ladder when enabled.",
+        not_yet: None,
         page: RESILIENCE,
         fields: &[
             f("connectionCooldown.oauth.baseCooldownMs", "OAuth · base cooldown (ms)", Int),
@@ -75,6 +82,7 @@ pub static RESILIENCE_CARDS: [Card; 11] = [
         id: "provider-breaker",
         title: "Provider circuit breaker",
         explain: "Scope: a whole provider. Trigger: provider-level failures only (408, 500, 502, 503, 504, network errors). Effect: DEGRADED at the degradation threshold (traffic still flows), OPEN at the failure threshold (provider skipped, direct calls get 503 provider_circuit_open) until the reset time, then one half-open probe.",
+        not_yet: None,
         page: RESILIENCE,
         fields: &[
             f("providerBreaker.oauth.failureThreshold", "OAuth · failure threshold", Int),
@@ -105,6 +113,7 @@ pub static RESILIENCE_CARDS: [Card; 11] = [
         id: "provider-cooldown",
         title: "Provider cooldown (window gate)",
         explain: "Scope: a provider across requests, off by default; not the breaker. Trigger: the class's failure threshold reached inside its window. Effect: combos skip the provider for its cooldown; a success clears the window. Connection-level entries back off from min to max retry cooldown.",
+        not_yet: None,
         page: RESILIENCE,
         fields: &[
             f("providerCooldown.enabled", "Enabled", Bool),
@@ -125,6 +134,7 @@ pub static RESILIENCE_CARDS: [Card; 11] = [
         id: "wait-for-cooldown",
         title: "Wait for cooldown",
         explain: "Scope: single-model requests. Trigger: every connection of the provider is cooling down. Effect: the gateway waits for the earliest one and retries instead of failing, within the attempt, per-wait and total budgets (0 attempts or 0 s = off).",
+        not_yet: None,
         page: RESILIENCE,
         fields: &[
             f("waitForCooldown.enabled", "Enabled", Bool),
@@ -137,6 +147,9 @@ pub static RESILIENCE_CARDS: [Card; 11] = [
         id: "combo-cooldown-wait",
         title: "Combo cooldown wait",
         explain: "Scope: combo requests. Trigger: every target is excluded by a short transient lockout (rate limit, overload). Effect: wait for the target that frees first and re-dispatch; quota, auth and not-found exclusions never wait (0 = off).",
+        not_yet: Some(
+            "Not enforced yet: saved and validated, but a combo whose targets are all cooling answers 503 all_targets_cooling_down at once instead of waiting.",
+        ),
         page: RESILIENCE,
         fields: &[
             f("comboCooldownWait.enabled", "Enabled", Bool),
@@ -149,6 +162,9 @@ pub static RESILIENCE_CARDS: [Card; 11] = [
         id: "quota-share",
         title: "Quota-share per-connection concurrency",
         explain: "Scope: combos sharing one upstream account. Trigger: more concurrent requests than the connection's max concurrency. Effect: they are serialized; fail-open, so a full queue lets the request through rather than refusing it.",
+        not_yet: Some(
+            "Not enforced yet: saved and validated, but concurrent requests to a connection are not serialized.",
+        ),
         page: RESILIENCE,
         fields: &[f("quotaShareConcurrencyLimit.enabled", "Enabled", Bool)],
     },
@@ -156,6 +172,7 @@ pub static RESILIENCE_CARDS: [Card; 11] = [
         id: "stream-stall",
         title: "Stream stall cooldown",
         explain: "Scope: the connection that served a stalled or too-slow stream. Trigger: the content-stall watchdog (no model output for STREAM_IDLE_TIMEOUT_MS) or the throughput watchdog gives up on a stream. Effect: off (default) records the error only; on also cools the connection.",
+        not_yet: None,
         page: RESILIENCE,
         fields: &[f("streamStallCooldown.enabled", "Cool the connection after a stall", Bool)],
     },
@@ -163,6 +180,7 @@ pub static RESILIENCE_CARDS: [Card; 11] = [
         id: "throughput-watchdog",
         title: "Stream throughput watchdog",
         explain: "Scope: one streaming attempt. Trigger: after the warm-up, useful text over a full window stays below the minimum rate (judgement waits while a tool call or reasoning is streaming). Effect: the stream ends with STREAM_THROUGHPUT_TOO_LOW as the client protocol's error event; the connection gets the error recorded, and cools only when stream stall cooldown is on.",
+        not_yet: None,
         page: RESILIENCE,
         fields: &[
             f("streamRecovery.throughputWatchdog.enabled", "Enabled", Bool),
@@ -176,6 +194,9 @@ pub static RESILIENCE_CARDS: [Card; 11] = [
         id: "session-affinity",
         title: "Session affinity",
         explain: "Scope: one client session (session headers or body ids). Trigger: a session's first request. Effect: later requests of the session go to the same connection for this long, keeping prompt caches warm; 0 disables.",
+        not_yet: Some(
+            "Not enforced yet: saved and validated, but requests of one session are not pinned to a connection.",
+        ),
         page: RESILIENCE,
         fields: &[f("sessionAffinityTtlMs", "Pin lifetime (ms)", Int)],
     },
@@ -183,6 +204,7 @@ pub static RESILIENCE_CARDS: [Card; 11] = [
         id: "provider-error-rules",
         title: "Provider error rules",
         explain: "Scope: one provider's upstream errors. Trigger: an error with the rule's status whose text contains its match. Effect: the rule's reason and scope decide what is locked (model, connection or provider), checked before the built-in rules; at most 50. Egress-lock providers cool every connection sharing the failing one's egress IP on a quota 429.",
+        not_yet: None,
         page: RESILIENCE,
         fields: &[
             f("providerErrorRules", "Rules", Rules),
@@ -196,6 +218,7 @@ pub static MODEL_LOCKOUT_CARD: Card = Card {
     id: "model-lockout",
     title: "Model lockout",
     explain: "Scope: one model on one connection. Trigger: an upstream error with one of the listed statuses. Effect: that model is skipped on that connection for the base cooldown, growing exponentially with repeated failures up to the max; other models and connections keep serving. Off by default.",
+    not_yet: None,
     page: "/settings/model-lockout",
     fields: &[
         f("modelLockout.enabled", "Enabled", Bool),
@@ -213,6 +236,7 @@ pub static COOLDOWN_RULES_CARD: Card = Card {
     id: "cooldown-rules",
     title: "Cooldown rules",
     explain: "Scope: every connection. Trigger: a failure of that connection. Effect: it cools for the base cooldown, doubling per repeated failure up to the max backoff steps; a stalled stream only cools it when stall cooldown is on.",
+    not_yet: None,
     page: "/monitoring/cooldowns",
     fields: &[
         f("streamStallCooldown.enabled", "Cool the connection after a stream stall", Bool),
@@ -247,6 +271,14 @@ mod tests {
 
     fn all_cards() -> impl Iterator<Item = &'static Card> {
         RESILIENCE_CARDS.iter().chain(std::iter::once(&MODEL_LOCKOUT_CARD))
+    }
+
+    #[test]
+    fn the_cards_the_engine_does_not_act_on_yet_say_so() {
+        let mut pending: Vec<&str> = all_cards().filter(|c| c.not_yet.is_some()).map(|c| c.id).collect();
+        pending.sort_unstable();
+        assert_eq!(pending, ["combo-cooldown-wait", "quota-share", "request-queue", "session-affinity"]);
+        assert!(all_cards().filter_map(|c| c.not_yet).all(|n| n.starts_with("Not enforced yet")));
     }
 
     /// Every setting has exactly one input, and every input a setting.
