@@ -30,11 +30,17 @@ mod ssr {
             .unwrap_or(false)
     }
 
-    /// The error for the page; a plain form post is sent back to `page`
-    /// with the message in `?error=`.
+    /// The error for the page, with its status (a refused input is a 4xx,
+    /// never a 500); a plain form post is sent back to `page` with the
+    /// message in `?error=`.
     pub fn fail(page: &str, e: BackendError) -> ServerFnError {
         if is_form_post() {
             leptos_axum::redirect(&format!("{page}?error={}", crate::format::query_escape(&e.to_string())));
+        } else if let Some(opts) = use_context::<leptos_axum::ResponseOptions>() {
+            opts.set_status(http::StatusCode::from_u16(e.status()).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR));
+        }
+        if let BackendError::Throttled { retry_after_secs } = e {
+            set_header(http::header::RETRY_AFTER, &retry_after_secs.to_string());
         }
         ServerFnError::new(e.to_string())
     }
@@ -56,7 +62,8 @@ fn given(s: Option<String>) -> Option<String> {
 #[server(prefix = "/sfn", endpoint = "login")]
 pub async fn login(password: String) -> Result<(), ServerFnError> {
     let backend = ssr::backend()?;
-    match backend.login(&password).await {
+    let parts = use_context::<http::request::Parts>().ok_or_else(|| ServerFnError::new("request missing"))?;
+    match backend.login(&password, &parts).await {
         Ok(cookie) => {
             ssr::set_header(http::header::SET_COOKIE, &cookie);
             leptos_axum::redirect("/monitoring/health");
@@ -209,7 +216,10 @@ pub struct CardSaved {
 pub async fn save_resilience(card: String, fields: HashMap<String, String>) -> Result<CardSaved, ServerFnError> {
     use crate::{backend::BackendError, pages::settings::cards};
     let backend = ssr::backend()?;
-    let spec = cards::find(&card).ok_or_else(|| ServerFnError::new(format!("unknown settings card {card:?}")))?;
+    let spec = cards::find(&card).ok_or_else(|| {
+        let unknown = crate::types::FieldError::new("card", format!("unknown settings card {card:?}"));
+        ssr::fail("/settings/resilience", BackendError::Invalid(vec![unknown]))
+    })?;
     let view = backend.resilience();
     let values = fields.into_iter().collect();
     let result = match crate::types::settings::form_to_patch(&spec.editable(&view), &values) {

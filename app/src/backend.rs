@@ -20,7 +20,27 @@ pub enum BackendError {
     Invalid(Vec<FieldError>),
     NotFound(String),
     Unauthorized,
+    /// The admin password did not match.
+    WrongPassword,
+    /// Too many failed sign-ins; the next try is accepted after this many
+    /// seconds.
+    Throttled {
+        retry_after_secs: u64,
+    },
     Internal,
+}
+
+impl BackendError {
+    /// The HTTP status a server function answers with.
+    pub fn status(&self) -> u16 {
+        match self {
+            Self::Invalid(_) => 400,
+            Self::NotFound(_) => 404,
+            Self::Unauthorized | Self::WrongPassword => 401,
+            Self::Throttled { .. } => 429,
+            Self::Internal => 500,
+        }
+    }
 }
 
 impl std::fmt::Display for BackendError {
@@ -32,6 +52,10 @@ impl std::fmt::Display for BackendError {
             }
             Self::NotFound(what) => write!(f, "{what} not found"),
             Self::Unauthorized => f.write_str("Please sign in again"),
+            Self::WrongPassword => f.write_str("Wrong password"),
+            Self::Throttled { retry_after_secs } => {
+                write!(f, "Too many failed sign-ins; try again in {retry_after_secs} s")
+            }
             Self::Internal => f.write_str("Internal error; see the server log"),
         }
     }
@@ -41,8 +65,9 @@ pub type BackendResult<T> = Result<T, BackendError>;
 
 #[async_trait::async_trait]
 pub trait Backend: Send + Sync + 'static {
-    /// Checks the admin password; on success the `Set-Cookie` value.
-    async fn login(&self, password: &str) -> BackendResult<String>;
+    /// Checks the admin password sent by `request` (throttled by its
+    /// address); on success the `Set-Cookie` value.
+    async fn login(&self, password: &str, request: &http::request::Parts) -> BackendResult<String>;
     /// Ends the session of this `Cookie` header; the clearing `Set-Cookie`.
     fn logout(&self, cookie_header: Option<&str>) -> String;
     fn catalog(&self) -> Vec<CatalogEntry>;

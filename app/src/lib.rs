@@ -20,6 +20,8 @@ use leptos_router::{
 
 /// The HTML document around the app (server side only).
 pub fn shell(options: LeptosOptions) -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    send_content_security_policy();
     view! {
         <!DOCTYPE html>
         <html lang="en">
@@ -33,6 +35,24 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <App />
             </body>
         </html>
+    }
+}
+
+/// The Content-Security-Policy of every page: scripts only from this
+/// origin or carrying this response's nonce (the hydration script), wasm
+/// compiled from there, no inline styles, no framing, forms posting only
+/// here.
+#[cfg(feature = "ssr")]
+fn send_content_security_policy() {
+    let Some(nonce) = leptos::nonce::use_nonce() else { return };
+    let policy = format!(
+        "default-src 'self'; script-src 'self' 'nonce-{nonce}' 'wasm-unsafe-eval'; style-src 'self'; \
+         img-src 'self' data:; frame-ancestors 'none'; base-uri 'self'; form-action 'self'; object-src 'none'"
+    );
+    if let (Some(opts), Ok(value)) =
+        (use_context::<leptos_axum::ResponseOptions>(), http::HeaderValue::from_str(&policy))
+    {
+        opts.insert_header(http::header::CONTENT_SECURITY_POLICY, value);
     }
 }
 

@@ -7,7 +7,7 @@ test('unauthenticated pages redirect to /login and a wrong password is refused',
   await hydrated(page);
   await page.getByLabel('Admin password').fill('wrong');
   await page.getByRole('button', { name: 'Sign in' }).click();
-  await expect(page.getByRole('alert')).toContainText('wrong password');
+  await expect(page.getByRole('alert')).toContainText('Wrong password');
   await expect(page).toHaveURL(/\/login$/);
 });
 
@@ -62,7 +62,11 @@ test('connection, key, proxied request and log row, all from the browser (JS on)
   await expect(logRow).toContainText('openai/gpt-4o-mini');
 });
 
-test('every navigation page is reachable and later pages say what is missing', async ({ page }) => {
+test('every navigation page is reachable, hydrates under its Content-Security-Policy, and later pages say what is missing', async ({ page }) => {
+  const violations: string[] = [];
+  page.on('console', (msg) => {
+    if (/Content.Security.Policy/i.test(msg.text())) violations.push(msg.text());
+  });
   await login(page);
   for (const [path, heading] of [
     ['/monitoring/health', 'Health'],
@@ -76,7 +80,9 @@ test('every navigation page is reachable and later pages say what is missing', a
   ]) {
     await page.goto(path);
     await expect(page.getByRole('heading', { level: 1 })).toHaveText(heading);
+    await hydrated(page);
   }
+  expect(violations).toEqual([]);
   for (const path of ['/combos']) {
     await page.goto(path);
     await expect(page.getByTestId('planned')).toContainText('Not available yet');

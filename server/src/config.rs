@@ -106,6 +106,21 @@ pub struct Config {
     /// The resilience settings the environment sets (SPEC §S: between the
     /// built-in defaults and the persisted values).
     pub resilience_env: Vec<EnvSource>,
+    /// `X-Forwarded-Host` / `X-Forwarded-Proto` come from a reverse proxy
+    /// the operator runs (`OMNIROUTE_TRUST_PROXY`, off by default).
+    pub trust_proxy: bool,
+    /// When the session cookie is `Secure` (`OMNIROUTE_SECURE_COOKIE`).
+    pub secure_cookie: SecureCookie,
+}
+
+/// `OMNIROUTE_SECURE_COOKIE`: `auto` (default) marks the session cookie
+/// `Secure` when a trusted proxy says the client is on https; `true` and
+/// `false` force it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SecureCookie {
+    Auto,
+    Always,
+    Never,
 }
 
 /// A problem with a flag or env value, named so the user can fix it.
@@ -186,6 +201,8 @@ impl Config {
             max_body_bytes: parse_env(env, "OMNIROUTE_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES)?,
             workers: parse_workers(env)?,
             resilience_env,
+            trust_proxy: parse_flag(env, "OMNIROUTE_TRUST_PROXY")?,
+            secure_cookie: parse_secure_cookie(env)?,
         })
     }
 
@@ -221,6 +238,21 @@ fn parse_flag(env: &HashMap<String, String>, name: &'static str) -> Result<bool,
             value: v.clone(),
             reason: "expected true or false".into(),
         }),
+    }
+}
+
+fn parse_secure_cookie(env: &HashMap<String, String>) -> Result<SecureCookie, ConfigError> {
+    const NAME: &str = "OMNIROUTE_SECURE_COOKIE";
+    match env.get(NAME).map(|v| v.trim()).filter(|v| !v.is_empty()) {
+        None => Ok(SecureCookie::Auto),
+        Some(v) if v.eq_ignore_ascii_case("auto") => Ok(SecureCookie::Auto),
+        Some(v) => match app::types::settings::parse_bool(v) {
+            Some(true) => Ok(SecureCookie::Always),
+            Some(false) => Ok(SecureCookie::Never),
+            None => {
+                Err(ConfigError { name: NAME.into(), value: v.into(), reason: "expected auto, true or false".into() })
+            }
+        },
     }
 }
 
@@ -292,6 +324,17 @@ mod tests {
         assert_eq!(err.name, "FETCH_TIMEOUT_MS");
         let err = Config::resolve(&Flags::default(), &env(&[("RATE_LIMIT_AUTO_ENABLE", "sometimes")])).unwrap_err();
         assert_eq!((err.name.as_str(), err.value.as_str()), ("RATE_LIMIT_AUTO_ENABLE", "sometimes"));
+    }
+
+    #[test]
+    fn proxy_trust_and_secure_cookies_are_read() {
+        let c = Config::resolve(&Flags::default(), &HashMap::new()).unwrap();
+        assert_eq!((c.trust_proxy, c.secure_cookie), (false, SecureCookie::Auto));
+        let e = env(&[("OMNIROUTE_TRUST_PROXY", "yes"), ("OMNIROUTE_SECURE_COOKIE", "false")]);
+        let c = Config::resolve(&Flags::default(), &e).unwrap();
+        assert_eq!((c.trust_proxy, c.secure_cookie), (true, SecureCookie::Never));
+        let err = Config::resolve(&Flags::default(), &env(&[("OMNIROUTE_SECURE_COOKIE", "sometimes")])).unwrap_err();
+        assert_eq!(err.name, "OMNIROUTE_SECURE_COOKIE");
     }
 
     #[test]

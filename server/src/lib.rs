@@ -74,6 +74,7 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
         connections: ConnectionRegistry::default(),
         combos: ComboRegistry::default(),
         sessions: SessionStore::default(),
+        login_throttle: Default::default(),
         started_at: Instant::now(),
         upstream: Arc::new(executor),
         secrets,
@@ -114,8 +115,12 @@ async fn restore_engine(
 
 /// Every route of the binary.
 pub fn router(state: Arc<AppState>) -> Router {
-    let web = web::router(&state);
-    Router::new().merge(proxy::router(&state)).merge(api::router(&state)).with_state(state).merge(web)
+    let browser_facing = api::router(&state)
+        .with_state(state.clone())
+        .merge(web::router(&state))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), auth::cross_site::guard))
+        .layer(axum::middleware::from_fn(web::security_headers));
+    proxy::router(&state).with_state(state).merge(browser_facing)
 }
 
 /// Serves until `shutdown` resolves, then stops accepting, lets in-flight
@@ -151,6 +156,7 @@ pub async fn serve_until_stopped(
     let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
         let _ = tcp.set_nodelay(true);
     });
+    let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
     let server = axum::serve(listener, app).with_graceful_shutdown(async move {
         let _ = graceful.wait_for(|s| *s).await;
         tracing::debug!("no new connections; waiting for in-flight requests");

@@ -4,7 +4,7 @@ use sea_orm::DatabaseConnection;
 use tokio::time::Instant;
 
 use crate::{
-    auth::{api_keys::KeyRegistry, secrets::SecretBox, sessions::SessionStore},
+    auth::{api_keys::KeyRegistry, login_throttle::LoginThrottle, secrets::SecretBox, sessions::SessionStore},
     config::Config,
     request_log::LogSink,
     resilience::{engine::Engine, settings::SettingsHandle},
@@ -18,6 +18,8 @@ pub struct AppState {
     pub db: DatabaseConnection,
     pub secrets: SecretBox,
     pub sessions: SessionStore,
+    /// Wrong admin passwords by address (`auth::login_throttle`).
+    pub login_throttle: LoginThrottle,
     pub keys: KeyRegistry,
     pub connections: ConnectionRegistry,
     /// Combos by name (virtual models over several targets).

@@ -45,7 +45,8 @@ async fn login_sets_a_strict_http_only_session_cookie_and_logout_ends_it() {
 
     let with_cookie = |path: &str| gw.http.get(format!("{}{path}", gw.url)).header("cookie", session.clone());
     assert_eq!(with_cookie("/api/providers").send().await.unwrap().status(), 200);
-    gw.http.post(format!("{}/api/auth/logout", gw.url)).header("cookie", session.clone()).send().await.unwrap();
+    let logout = gw.http.post(format!("{}/api/auth/logout", gw.url)).header("cookie", session.clone());
+    assert_eq!(logout.json(&json!({})).send().await.unwrap().status(), 200);
     assert_eq!(with_cookie("/api/providers").send().await.unwrap().status(), 401);
     gw.stop().await;
 }

@@ -11,8 +11,11 @@ use std::sync::Arc;
 
 use super::{error::ApiError, json::StrictJson};
 use crate::{
-    auth::{identity::session_token, password, sessions},
-    db::now_ms,
+    auth::{
+        identity::{PeerIp, session_token},
+        sessions,
+    },
+    services::sign_in::{SignInError, sign_in},
     state::AppState,
 };
 
@@ -24,16 +27,14 @@ pub struct Login {
 
 pub async fn login(
     State(state): State<Arc<AppState>>,
+    PeerIp(peer): PeerIp,
     StrictJson(body): StrictJson<Login>,
 ) -> Result<Response, ApiError> {
-    if !password::check(&state.db, &body.password)
-        .await
-        .map_err(|e| ApiError::from(crate::services::ServiceError::Db(e)))?
-    {
-        tracing::warn!("admin login failed");
-        return Err(ApiError::Unauthorized);
-    }
-    let token = state.sessions.create(now_ms());
+    let token = sign_in(&state, peer, &body.password).await.map_err(|e| match e {
+        SignInError::WrongPassword => ApiError::Body(StatusCode::UNAUTHORIZED, "Wrong password".into()),
+        SignInError::Throttled(secs) => ApiError::Throttled(secs),
+        SignInError::Db(e) => ApiError::from(crate::services::ServiceError::Db(e)),
+    })?;
     Ok(([(SET_COOKIE, sessions::set_cookie(&token))], Json(serde_json::json!({"ok": true}))).into_response())
 }
 

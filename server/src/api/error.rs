@@ -19,6 +19,8 @@ pub enum ApiError {
     /// 415/413 and other body problems: status and message.
     Body(StatusCode, String),
     NotFound(&'static str),
+    /// 429 with `Retry-After`: too many failed sign-ins.
+    Throttled(u64),
     Internal,
 }
 
@@ -43,6 +45,12 @@ impl IntoResponse for ApiError {
                 (StatusCode::BAD_REQUEST, json!({"error": {"message": "Invalid request", "details": details}}))
             }
             Self::Body(status, message) => (status, json!({"error": {"message": message}})),
+            Self::Throttled(secs) => {
+                let message = format!("Too many failed sign-ins; try again in {secs} s");
+                let headers = [(axum::http::header::RETRY_AFTER, secs.to_string())];
+                return (StatusCode::TOO_MANY_REQUESTS, headers, Json(json!({"error": {"message": message}})))
+                    .into_response();
+            }
             Self::NotFound(what) => (StatusCode::NOT_FOUND, json!({"error": {"message": format!("{what} not found")}})),
             Self::Internal => {
                 (StatusCode::INTERNAL_SERVER_ERROR, json!({"error": {"message": "Internal error; see the server log"}}))

@@ -17,7 +17,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for StrictJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        if !is_json(&req) {
+        if !is_json(req.headers()) {
             return Err(unsupported_media_type());
         }
         let bytes = Bytes::from_request(req, state).await.map_err(|e| ApiError::Body(e.status(), e.body_text()))?;
@@ -25,8 +25,9 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for StrictJson<T> {
     }
 }
 
-fn is_json(req: &Request) -> bool {
-    req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|ct| ct.starts_with("application/json"))
+/// Whether the body is declared as JSON.
+pub fn is_json(headers: &axum::http::HeaderMap) -> bool {
+    headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|ct| ct.starts_with("application/json"))
 }
 
 fn unsupported_media_type() -> ApiError {
@@ -41,7 +42,7 @@ impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for OptionalJ
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        let is_json = is_json(&req);
+        let is_json = is_json(req.headers());
         let bytes = Bytes::from_request(req, state).await.map_err(|e| ApiError::Body(e.status(), e.body_text()))?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(Self(T::default()));

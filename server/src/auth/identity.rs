@@ -4,7 +4,11 @@
 //! the routes they guard (`api::require_admin`, `proxy::client_key`).
 
 use app::types::Scope;
-use axum::http::{HeaderMap, header};
+use axum::{
+    extract::{ConnectInfo, FromRequestParts},
+    http::{Extensions, HeaderMap, header, request::Parts},
+};
+use std::net::{IpAddr, SocketAddr};
 
 use super::{secret_eq, sessions};
 use crate::{db::now_ms, state::AppState};
@@ -36,4 +40,21 @@ pub fn is_admin(state: &AppState, headers: &HeaderMap) -> bool {
         return true;
     }
     state.keys.lookup(key).is_some_and(|k| k.has(Scope::Management))
+}
+
+/// The address of the peer that sent a request (the TCP peer, never a
+/// forwarding header), when the server recorded it.
+pub fn peer_ip(extensions: &Extensions) -> Option<IpAddr> {
+    extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip())
+}
+
+/// Extractor of [`peer_ip`].
+pub struct PeerIp(pub Option<IpAddr>);
+
+impl<S: Send + Sync> FromRequestParts<S> for PeerIp {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(Self(peer_ip(&parts.extensions)))
+    }
 }

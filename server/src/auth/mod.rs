@@ -3,7 +3,9 @@
 //! encryption of provider credentials at rest.
 
 pub mod api_keys;
+pub mod cross_site;
 pub mod identity;
+pub mod login_throttle;
 pub mod password;
 pub mod secrets;
 pub mod sessions;

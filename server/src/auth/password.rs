@@ -40,15 +40,20 @@ pub async fn reset(db: &DatabaseConnection, new: Option<String>) -> Result<Strin
     Ok(password)
 }
 
-/// Checks a login attempt. Argon2 takes tens of milliseconds by design,
-/// so it runs on the blocking pool: on the serving thread it would stall
-/// every proxied request that thread carries (and a login flood would
-/// stall them all).
+/// Argon2 checks running at once: one. A check takes tens of milliseconds
+/// and ~19 MiB by design; a queue of them must not take every core (or
+/// the memory) the proxy needs.
+static CHECKS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
+
+/// Checks a login attempt. Argon2 runs on the blocking pool, one check at
+/// a time: on the serving thread it would stall every proxied request that
+/// thread carries (and a login flood would stall them all).
 pub async fn check(db: &DatabaseConnection, password: &str) -> Result<bool, DbErr> {
     let Some(phc) = settings::get(db, ADMIN_PASSWORD_HASH).await? else {
         return Ok(false);
     };
     let password = password.to_owned();
+    let _turn = CHECKS.acquire().await.map_err(|e| DbErr::Custom(format!("password check refused: {e}")))?;
     tokio::task::spawn_blocking(move || verify(&password, &phc))
         .await
         .map_err(|e| DbErr::Custom(format!("password check did not finish: {e}")))

@@ -1,6 +1,7 @@
 //! The guard of `/v1/*`: a client key with the `inference` scope, or
-//! anonymous while no key exists. Refusals come in the envelope of the
-//! endpoint's protocol.
+//! anonymous local use (`proxy::anonymous`) while no key exists or
+//! `requireApiKey` is off. Refusals come in the envelope of the endpoint's
+//! protocol.
 
 use app::types::Scope;
 use axum::{
@@ -10,9 +11,12 @@ use axum::{
 };
 use std::sync::Arc;
 
-use super::{errors::ProxyError, route::client_protocol};
+use super::{anonymous, errors::ProxyError, route::client_protocol};
 use crate::{
-    auth::{api_keys::KeyEntry, identity::presented_key},
+    auth::{
+        api_keys::KeyEntry,
+        identity::{peer_ip, presented_key},
+    },
     state::AppState,
 };
 
@@ -21,17 +25,25 @@ use crate::{
 /// in the envelope of the endpoint's protocol.
 pub async fn require_client_key(State(state): State<Arc<AppState>>, mut req: Request, next: Next) -> Response {
     let refused = |e: ProxyError, req: &Request| e.into_response_as(client_protocol(req.uri().path()).0);
-    match presented_key(req.headers()) {
-        Some(key) => match state.keys.lookup(key) {
-            Some(entry) if entry.has(Scope::Inference) => {
-                req.extensions_mut().insert::<Arc<KeyEntry>>(entry);
-            }
-            Some(_) => return refused(ProxyError::forbidden("this API key lacks the inference scope"), &req),
-            None if state.keys.any() => return refused(ProxyError::invalid_key(), &req),
-            None => {}
-        },
-        None if state.keys.any() => return refused(ProxyError::missing_key(), &req),
-        None => {}
+    let key = presented_key(req.headers());
+    if let Some(entry) = key.and_then(|k| state.keys.lookup(k)) {
+        if !entry.has(Scope::Inference) {
+            return refused(ProxyError::forbidden("this API key lacks the inference scope"), &req);
+        }
+        req.extensions_mut().insert::<Arc<KeyEntry>>(entry);
+        return next.run(req).await;
+    }
+    if state.keys.any() {
+        if key.is_some() {
+            return refused(ProxyError::invalid_key(), &req);
+        }
+        if state.resilience.current().require_api_key {
+            return refused(ProxyError::missing_key(), &req);
+        }
+    }
+    // Anonymous (any key an agent sends before keys exist is ignored).
+    if let Err(refusal) = anonymous::check(peer_ip(req.extensions()), req.method(), req.headers(), &state.config.host) {
+        return refused(refusal.into(), &req);
     }
     next.run(req).await
 }

@@ -3,6 +3,7 @@
 //! attempt loop; `stream` relays SSE unbuffered (translated when the
 //! upstream speaks another protocol).
 
+pub mod anonymous;
 pub mod client_key;
 pub mod context;
 pub mod cooldown_wait;

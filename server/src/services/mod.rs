@@ -8,6 +8,7 @@ pub mod keys;
 pub mod logs;
 pub mod monitoring;
 pub mod resilience;
+pub mod sign_in;
 
 use app::types::FieldError;
 

@@ -16,9 +16,12 @@ use parking_lot::Mutex;
 use std::{collections::HashMap, sync::Arc};
 
 use crate::{
-    auth::{password, sessions},
+    auth::{identity::peer_ip, sessions},
     db::{logs::LogFilter, now_ms},
-    services::{self, ServiceError},
+    services::{
+        self, ServiceError,
+        sign_in::{SignInError, sign_in},
+    },
     state::AppState,
     upstream::catalog,
 };
@@ -51,14 +54,12 @@ fn err(e: ServiceError) -> BackendError {
 
 #[async_trait::async_trait]
 impl Backend for WebBackend {
-    async fn login(&self, password: &str) -> BackendResult<String> {
-        match password::check(&self.state.db, password).await {
-            Ok(true) => Ok(sessions::set_cookie(&self.state.sessions.create(now_ms()))),
-            Ok(false) => {
-                tracing::warn!("admin login failed");
-                Err(BackendError::Invalid(vec![app::types::FieldError::new("password", "wrong password")]))
-            }
-            Err(e) => Err(err(ServiceError::Db(e))),
+    async fn login(&self, password: &str, request: &http::request::Parts) -> BackendResult<String> {
+        match sign_in(&self.state, peer_ip(&request.extensions), password).await {
+            Ok(token) => Ok(sessions::set_cookie(&token)),
+            Err(SignInError::WrongPassword) => Err(BackendError::WrongPassword),
+            Err(SignInError::Throttled(retry_after_secs)) => Err(BackendError::Throttled { retry_after_secs }),
+            Err(SignInError::Db(e)) => Err(err(ServiceError::Db(e))),
         }
     }
 

@@ -2,7 +2,8 @@
 //! its server functions under `/sfn`, the `/pkg` assets (compressed), and
 //! `/` (`HEAD /` answered cheaply: Claude Code probes it at start).
 //! Pages and server functions need an admin session; unauthenticated page
-//! requests are redirected to `/login`.
+//! requests are redirected to `/login`. Every browser-facing answer carries
+//! the framing, sniffing and referrer headers; pages add their CSP.
 
 mod backend;
 
@@ -11,13 +12,13 @@ use axum::{
     Router,
     body::Body,
     extract::{Request, State},
-    http::StatusCode,
+    http::{HeaderValue, StatusCode, header},
     middleware::{Next, from_fn_with_state},
     response::{IntoResponse, Redirect, Response},
-    routing::{get, post},
+    routing::get,
 };
 use leptos::prelude::{LeptosOptions, provide_context};
-use leptos_axum::{LeptosRoutes, generate_route_list, handle_server_fns_with_context};
+use leptos_axum::{LeptosRoutes, generate_route_list};
 use std::sync::Arc;
 use tower_http::{compression::CompressionLayer, services::ServeDir};
 
@@ -42,20 +43,12 @@ pub fn router(state: &Arc<AppState>) -> Router {
             move || shell(options.clone())
         })
         .with_state(options);
-    let server_fns = Router::new().route(
-        "/sfn/{*fn_name}",
-        post({
-            let context = context.clone();
-            move |req: Request<Body>| handle_server_fns_with_context(context.clone(), req)
-        })
-        .get(move |req: Request<Body>| handle_server_fns_with_context(context.clone(), req)),
-    );
     let assets =
         Router::new().nest_service("/pkg", ServeDir::new(site_root.join("pkg"))).layer(CompressionLayer::new());
     let root_routes = Router::new().route("/", get(root).head(|| async { StatusCode::OK })).with_state(state.clone());
     Router::new()
         .merge(pages)
-        .merge(server_fns)
+        .layer(axum::middleware::from_fn(arguments_are_client_errors))
         .layer(from_fn_with_state(state.clone(), require_session))
         .merge(root_routes)
         .merge(assets)
@@ -71,6 +64,44 @@ async fn require_session(State(state): State<Arc<AppState>>, req: Request, next:
         return (StatusCode::UNAUTHORIZED, "Please sign in again").into_response();
     }
     Redirect::to("/login").into_response()
+}
+
+/// Bodies a server function could not decode are the caller's mistake:
+/// 400 (server_fn itself answers 500 for them). Only server-function
+/// answers carry the `serverfnerror` header.
+async fn arguments_are_client_errors(req: Request, next: Next) -> Response {
+    /// Prefixes of server_fn's encoded argument errors.
+    const ARGUMENT_ERRORS: [&[u8]; 3] = [b"Args|", b"MissingArg|", b"Deserialization|"];
+    /// Larger error bodies are not argument errors.
+    const LIMIT: usize = 64 * 1024;
+    let resp = next.run(req).await;
+    if resp.status() != StatusCode::INTERNAL_SERVER_ERROR || !resp.headers().contains_key("serverfnerror") {
+        return resp;
+    }
+    let (mut parts, body) = resp.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, LIMIT).await else {
+        return (StatusCode::INTERNAL_SERVER_ERROR, "Internal error; see the server log").into_response();
+    };
+    if ARGUMENT_ERRORS.iter().any(|p| bytes.starts_with(p)) {
+        parts.status = StatusCode::BAD_REQUEST;
+    }
+    Response::from_parts(parts, Body::from(bytes))
+}
+
+/// Headers every browser-facing answer carries: no framing, no MIME
+/// sniffing, the referrer only to this origin (plain form posts are sent
+/// back to their page by it).
+pub async fn security_headers(req: Request, next: Next) -> Response {
+    let mut resp = next.run(req).await;
+    let headers = resp.headers_mut();
+    for (name, value) in [
+        (header::X_FRAME_OPTIONS, "DENY"),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::REFERRER_POLICY, "same-origin"),
+    ] {
+        headers.entry(name).or_insert(HeaderValue::from_static(value));
+    }
+    resp
 }
 
 async fn root(State(state): State<Arc<AppState>>, req: Request) -> Redirect {

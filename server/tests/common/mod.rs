@@ -58,14 +58,30 @@ impl Gateway {
         (Self::start_full(dir, |_| {}, clock.clone()).await, clock)
     }
 
+    /// Starts listening on `bind` (`0.0.0.0:0` to be reached from another
+    /// network namespace).
+    pub async fn start_on(bind: &str, adjust: impl FnOnce(&mut Config)) -> Self {
+        Self::launch(tempfile::tempdir().unwrap(), adjust, Arc::new(SystemClock), bind).await
+    }
+
     async fn start_full(dir: tempfile::TempDir, adjust: impl FnOnce(&mut Config), clock: Arc<dyn Clock>) -> Self {
+        Self::launch(dir, adjust, clock, "127.0.0.1:0").await
+    }
+
+    async fn launch(
+        dir: tempfile::TempDir,
+        adjust: impl FnOnce(&mut Config),
+        clock: Arc<dyn Clock>,
+        bind: &str,
+    ) -> Self {
         let mut config = Config::for_data_dir(dir.path().to_path_buf());
         adjust(&mut config);
         config.management_key = Some(MGMT_KEY.into());
         config.initial_password = Some(ADMIN_PASSWORD.into());
         let state = server::build_state_with_clock(config, clock).await.unwrap();
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
+        let listener = TcpListener::bind(bind).await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let url = format!("http://127.0.0.1:{port}");
         let (stop, rx) = oneshot::channel::<()>();
         #[expect(clippy::disallowed_methods, reason = "the server under test runs beside the test")]
         let task = tokio::spawn(server::serve(state.clone(), listener, async {

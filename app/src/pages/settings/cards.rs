@@ -42,7 +42,7 @@ use FieldKind::{Bool, Codes, Int, OptBool, OptInt, Rules, TextList};
 const RESILIENCE: &str = "/settings/resilience";
 
 /// The cards of Settings → Resilience, in page order.
-pub static RESILIENCE_CARDS: [Card; 11] = [
+pub static RESILIENCE_CARDS: [Card; 12] = [
     Card {
         id: "request-queue",
         title: "Request queue",
@@ -199,6 +199,14 @@ pub static RESILIENCE_CARDS: [Card; 11] = [
         ),
         page: RESILIENCE,
         fields: &[f("sessionAffinityTtlMs", "Pin lifetime (ms)", Int)],
+    },
+    Card {
+        id: "require-api-key",
+        title: "Require an API key",
+        explain: "Scope: every /v1 request. While no API key exists, requests without a key are served only when they come from this machine (a loopback address), send JSON and address the gateway by a local name. Once a key exists: on (default) every request needs a valid key with the inference scope; off keeps that anonymous local use allowed beside the keys.",
+        not_yet: None,
+        page: RESILIENCE,
+        fields: &[f("requireApiKey", "Require a key once one exists", Bool)],
     },
     Card {
         id: "provider-error-rules",

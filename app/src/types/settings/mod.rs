@@ -41,6 +41,10 @@ pub struct ResilienceSettings {
     /// Providers whose 429 quota verdicts cool every connection sharing the
     /// failing one's egress IP (§R7); empty turns the lock off.
     pub egress_ip_lock_providers: Vec<String>,
+    /// Once any API key exists, `/v1` requests need one (§P). Off keeps
+    /// anonymous *local* use allowed beside the keys; while no key exists
+    /// anonymous local use is always allowed.
+    pub require_api_key: bool,
 }
 
 impl Default for ResilienceSettings {
@@ -72,6 +76,7 @@ impl Default for ResilienceSettings {
             session_affinity_ttl_ms: DEFAULT_SESSION_AFFINITY_TTL_MS,
             provider_error_rules: Vec::new(),
             egress_ip_lock_providers: DEFAULT_EGRESS_IP_LOCK_PROVIDERS.iter().map(|p| (*p).to_owned()).collect(),
+            require_api_key: true,
         }
     }
 }

@@ -1,0 +1,33 @@
+//! Signing in to the dashboard with the admin password, for
+//! `POST /api/auth/login` and the login page alike: throttled per address
+//! and globally (`auth::login_throttle`), checked by argon2 one at a time.
+
+use std::net::{IpAddr, Ipv4Addr};
+
+use crate::{auth::password, db::now_ms, state::AppState};
+
+/// Why a sign-in was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum SignInError {
+    #[error("wrong password")]
+    WrongPassword,
+    /// Too many recent failures; retry after this many seconds.
+    #[error("too many failed sign-ins; try again in {0} s")]
+    Throttled(u64),
+    #[error("database error: {0}")]
+    Db(#[from] sea_orm::DbErr),
+}
+
+/// Checks `password` from `client` (unknown: all such callers share one
+/// bucket); on success the new session's token.
+pub async fn sign_in(state: &AppState, client: Option<IpAddr>, password: &str) -> Result<String, SignInError> {
+    let client = client.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+    state.login_throttle.admit(client, now_ms()).map_err(SignInError::Throttled)?;
+    if !password::check(&state.db, password).await? {
+        state.login_throttle.failed(client, now_ms());
+        tracing::warn!(%client, "admin sign-in failed: wrong password");
+        return Err(SignInError::WrongPassword);
+    }
+    state.login_throttle.succeeded(client);
+    Ok(state.sessions.create(now_ms()))
+}
