@@ -47,10 +47,8 @@ pub async fn build_state(config: Config) -> anyhow::Result<Arc<AppState>> {
 /// [`build_state`] with the resilience engine reading `clock` (tests
 /// drive time by hand).
 pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Arc<AppState>> {
-    if config.database_url.starts_with("sqlite:") {
-        std::fs::create_dir_all(&config.data_dir)
-            .with_context(|| format!("creating data dir {}", config.data_dir.display()))?;
-    }
+    db::files::private_dir(&config.data_dir)
+        .with_context(|| format!("creating data dir {}", config.data_dir.display()))?;
     let db = db::connect(&config.database_url).await.context("opening the database")?;
     let secrets = SecretBox::load(config.secret_key.as_deref(), &config.data_dir)?;
     if let Some(generated) = password::ensure_initial(&db, config.initial_password.as_deref()).await? {

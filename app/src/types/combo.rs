@@ -40,10 +40,7 @@ impl Combo {
     /// Field checks that need no catalog; the server adds the provider check.
     pub fn validate(&self) -> Result<(), Vec<FieldError>> {
         let mut e = Errors::default();
-        e.text("name", &self.name, 64);
-        if self.name.contains(char::is_whitespace) {
-            e.push("name", "must not contain spaces");
-        }
+        e.model_name("name", &self.name, 64);
         if self.targets.is_empty() || self.targets.len() > MAX_COMBO_TARGETS {
             e.push("targets", format!("must list 1 to {MAX_COMBO_TARGETS} targets"));
         }

@@ -25,12 +25,32 @@ impl Errors {
         self.0.push(FieldError::new(field, message));
     }
 
-    /// Checks a required, trimmed, length-bounded text field.
+    /// Checks a required, trimmed, length-bounded text field without
+    /// control characters (NUL, newlines, escapes: they break logs,
+    /// headers and terminals).
     pub fn text(&mut self, field: &str, value: &str, max: usize) {
         if value.trim().is_empty() {
             self.push(field, "must not be empty");
         } else if value.chars().count() > max {
             self.push(field, format!("must be at most {max} characters"));
+        } else if value.contains(char::is_control) {
+            self.push(field, "must not contain control characters");
+        }
+    }
+
+    /// Checks a name clients send as `model` (a combo or an alias): text
+    /// without spaces, and without `/`, which only `provider/model` ids
+    /// have — so a name can never shadow one.
+    pub fn model_name(&mut self, field: &str, value: &str, max: usize) {
+        let before = self.0.len();
+        self.text(field, value, max);
+        if self.0.len() > before {
+            return;
+        }
+        if value.contains(char::is_whitespace) {
+            self.push(field, "must not contain spaces");
+        } else if value.contains('/') {
+            self.push(field, "must not contain '/': provider/model ids are reserved for providers");
         }
     }
 
@@ -52,5 +72,33 @@ impl Errors {
 
     pub fn into_result(self) -> Result<(), Vec<FieldError>> {
         if self.0.is_empty() { Ok(()) } else { Err(self.0) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(check: impl FnOnce(&mut Errors)) -> Vec<String> {
+        let mut e = Errors::default();
+        check(&mut e);
+        e.0.into_iter().map(|e| e.message).collect()
+    }
+
+    #[test]
+    fn text_refuses_control_characters() {
+        assert!(fields(|e| e.text("name", "team a", 10)).is_empty());
+        for bad in ["a\0b", "line\nbreak", "esc\u{1b}[31m", "tab\t"] {
+            assert_eq!(fields(|e| e.text("name", bad, 20)), ["must not contain control characters"], "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn model_names_have_no_spaces_or_slashes() {
+        assert!(fields(|e| e.model_name("name", "coding-fast", 64)).is_empty());
+        assert_eq!(fields(|e| e.model_name("name", "a b", 64)), ["must not contain spaces"]);
+        let slash = fields(|e| e.model_name("name", "openai/gpt-4o", 64));
+        assert!(slash[0].contains("reserved for providers"), "{slash:?}");
+        assert_eq!(fields(|e| e.model_name("name", "x\0", 64)), ["must not contain control characters"]);
     }
 }

@@ -7,6 +7,7 @@ pub mod cross_site;
 pub mod identity;
 pub mod login_throttle;
 pub mod password;
+pub mod redact;
 pub mod secrets;
 pub mod sessions;
 

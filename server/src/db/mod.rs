@@ -5,6 +5,7 @@ pub mod api_keys;
 pub mod combos;
 pub mod connections;
 pub mod entities;
+pub mod files;
 pub mod logs;
 pub mod resilience;
 pub mod settings;
@@ -20,8 +21,10 @@ use std::time::Duration;
 /// pending migration. SQLite files are created when missing and run in WAL
 /// mode (the write-behind log writer does not block dashboard reads) with
 /// `synchronous=NORMAL`, the safe setting for WAL: a commit is not fsynced
-/// on its own, so request-log batches cost no disk flush each.
+/// on its own, so request-log batches cost no disk flush each. The files
+/// are private to the gateway's user ([`files`]).
 pub async fn connect(url: &str) -> Result<DatabaseConnection, DbErr> {
+    files::private_sqlite_files(url).map_err(|e| DbErr::Custom(format!("creating the database file: {e}")))?;
     let url = if url.starts_with("sqlite:") && !url.contains("mode=") {
         let sep = if url.contains('?') { '&' } else { '?' };
         format!("{url}{sep}mode=rwc")

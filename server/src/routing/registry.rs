@@ -48,6 +48,16 @@ impl LiveConnection {
         Self { id, provider, endpoint, credential, oauth: false, disable_cooling: false }
     }
 
+    /// `text` without any part of this connection's credential
+    /// ([`crate::auth::redact`]): upstream error text goes through this
+    /// before it reaches a log row, `lastError` or a test result.
+    pub fn redact(&self, text: &str) -> String {
+        match &self.credential {
+            Some(c) => crate::auth::redact::redact(text, &c.0).into_owned(),
+            None => text.to_owned(),
+        }
+    }
+
     /// The connection's own cooldown policy, from its row.
     pub fn with_policy(mut self, row: &crate::db::entities::provider_connection::Model) -> Self {
         self.oauth = row.auth_type == "oauth";

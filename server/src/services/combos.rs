@@ -18,6 +18,9 @@ pub fn get(state: &AppState, name: &str) -> Result<Combo, ServiceError> {
 pub async fn put(state: &AppState, combo: Combo) -> Result<Combo, ServiceError> {
     combo.validate().map_err(ServiceError::Invalid)?;
     let mut errors = Vec::new();
+    if let Some(taken) = shadowed(&combo.name) {
+        errors.push(app::types::FieldError::new("name", format!("is already {taken}; choose another name")));
+    }
     for (i, t) in combo.targets.iter().enumerate() {
         let provider = t.model.split_once('/').map_or("", |(p, _)| p);
         if catalog::find(provider).is_none() {
@@ -34,6 +37,18 @@ pub async fn put(state: &AppState, combo: Combo) -> Result<Combo, ServiceError> 
     state.combos.reload(&state.db).await?;
     tracing::info!(combo = %combo.name, targets = combo.targets.len(), "combo saved");
     Ok(combo)
+}
+
+/// What a combo named `name` would take traffic from: a provider id, or
+/// a model id a provider serves (clients may send it bare).
+fn shadowed(name: &str) -> Option<String> {
+    if let Some(p) = catalog::find(name) {
+        return Some(format!("the id of provider {}", p.name));
+    }
+    catalog::all()
+        .iter()
+        .find(|p| p.models.iter().any(|m| m.eq_ignore_ascii_case(name)))
+        .map(|p| format!("a model of {} ({}/{name})", p.name, p.id))
 }
 
 pub async fn delete(state: &AppState, name: &str) -> Result<(), ServiceError> {

@@ -176,6 +176,8 @@ pub async fn test(state: &AppState, id: &str) -> Result<ConnectionTestResult, Se
             }
         }
     };
+    let mut result = result;
+    result.error = result.error.map(|e| conn.redact(&e));
     tracing::info!(connection_id = %conn.id, ok = result.ok, status = result.status, "connection tested");
     // The outcome stays visible on the connection (also without JS).
     if result.ok {

@@ -104,6 +104,8 @@ impl AttemptGuard {
     /// breaker, egress siblings); the log row is still to be written.
     pub fn classify(&mut self, f: &Failed<'_>) -> Outcome {
         let settings = self.state.resilience.current();
+        // What the engine keeps (`lastError`) never holds the credential.
+        let body = self.conn.redact(f.body);
         let failure = AttemptFailure {
             provider: self.conn.provider.id,
             connection_id: &self.conn.id,
@@ -113,7 +115,7 @@ impl AttemptGuard {
             stall: f.stall,
             status: f.status,
             headers: f.headers,
-            body: f.body,
+            body: &body,
             egress_ip: self.record.as_ref().and_then(|r| r.egress_ip.as_deref()?.parse().ok()),
         };
         let outcome = self.state.engine.on_failure(&failure, &settings, &self.cfg, self.probe.as_mut());
@@ -131,7 +133,7 @@ impl AttemptGuard {
         r.status = status.map_or(r.status, i32::from);
         r.latency_ms = self.elapsed_ms();
         r.error_kind = Some(kind.to_owned());
-        r.error_message = Some(truncate(&redact(message, &self.conn), MAX_LOGGED_ERROR));
+        r.error_message = Some(truncate(&self.conn.redact(message), MAX_LOGGED_ERROR));
         tracing::warn!(request_id = %r.request_id, provider = %r.provider, connection_id = %self.conn.id, model = %r.model, status = r.status, reason = kind, "upstream attempt failed");
         self.state.logs.record(r);
     }
@@ -196,13 +198,6 @@ impl Drop for AttemptGuard {
 }
 
 /// Removes the connection's credential from text that may echo it.
-pub fn redact(text: &str, conn: &LiveConnection) -> String {
-    match &conn.credential {
-        Some(c) if c.0.len() >= 4 => text.replace(&c.0, "[redacted]"),
-        _ => text.to_owned(),
-    }
-}
-
 pub fn truncate(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
         Some((i, _)) => format!("{}…", &s[..i]),

@@ -32,7 +32,7 @@ use bytes::Bytes;
 use std::{sync::Arc, time::Duration};
 
 use self::{
-    attempt::{AttemptGuard, Failed, redact},
+    attempt::{AttemptGuard, Failed},
     error::{DispatchError, Trail},
     plan::Plan,
 };
@@ -296,7 +296,7 @@ async fn error_status(
         let e = TransportError::Timeout(ERROR_BODY_TIMEOUT);
         return Tried::Failed(transport_failure(&mut guard, &e, None));
     };
-    let body = redact(&String::from_utf8_lossy(&raw), &guard.conn);
+    let body = guard.conn.redact(&String::from_utf8_lossy(&raw));
     let failed = Failed { status: Some(status), headers: &headers, body: &body, stall: false };
     let outcome = guard.classify(&failed);
     if !outcome.verdict.should_fallback {
@@ -316,7 +316,7 @@ async fn error_status(
         connection_id: guard.conn.id.clone(),
         status: outcome.status,
         retry_after: outcome.retry_after_secs,
-        message: redact(&message, &guard.conn),
+        message: guard.conn.redact(&message),
         code: None,
     })
 }
