@@ -21,6 +21,14 @@ pub const DEFAULT_STREAM_IDLE_TIMEOUT_MS: u64 = 600_000;
 pub const DEFAULT_SSE_HEARTBEAT_INTERVAL_MS: u64 = 15_000;
 /// How long shutdown waits for in-flight requests and streams.
 pub const DEFAULT_SHUTDOWN_GRACE_MS: u64 = 30_000;
+/// Time a client has for a complete request head, from connecting or from
+/// the first byte after an idle keep-alive (`OMNIROUTE_HEADER_READ_TIMEOUT_MS`).
+pub const DEFAULT_HEADER_READ_TIMEOUT_MS: u64 = 10_000;
+/// Longest pause inside a request body (`OMNIROUTE_BODY_READ_TIMEOUT_MS`).
+pub const DEFAULT_BODY_READ_TIMEOUT_MS: u64 = 10_000;
+/// How long a keep-alive connection may sit idle between requests
+/// (`OMNIROUTE_KEEPALIVE_TIMEOUT_MS`).
+pub const DEFAULT_KEEPALIVE_TIMEOUT_MS: u64 = 30_000;
 /// Rows of `proxy_logs` kept; older ones are pruned.
 pub const DEFAULT_LOG_RETENTION_ROWS: u64 = 100_000;
 /// Largest accepted request body on `/v1/*`.
@@ -111,6 +119,19 @@ pub struct Config {
     pub trust_proxy: bool,
     /// When the session cookie is `Secure` (`OMNIROUTE_SECURE_COOKIE`).
     pub secure_cookie: SecureCookie,
+    /// The client connection limits (`listener`).
+    pub client: ClientLimits,
+}
+
+/// What a client connection may cost before it is cut.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClientLimits {
+    pub header_read_timeout: Duration,
+    pub body_read_timeout: Duration,
+    pub keepalive_timeout: Duration,
+    /// Open client connections at most (`OMNIROUTE_MAX_CONNECTIONS`);
+    /// `None`: derived from the file-descriptor limit at start.
+    pub max_connections: Option<usize>,
 }
 
 /// `OMNIROUTE_SECURE_COOKIE`: `auto` (default) marks the session cookie
@@ -203,6 +224,27 @@ impl Config {
             resilience_env,
             trust_proxy: parse_flag(env, "OMNIROUTE_TRUST_PROXY")?,
             secure_cookie: parse_secure_cookie(env)?,
+            client: ClientLimits {
+                header_read_timeout: Duration::from_millis(parse_env(
+                    env,
+                    "OMNIROUTE_HEADER_READ_TIMEOUT_MS",
+                    DEFAULT_HEADER_READ_TIMEOUT_MS,
+                )?),
+                body_read_timeout: Duration::from_millis(parse_env(
+                    env,
+                    "OMNIROUTE_BODY_READ_TIMEOUT_MS",
+                    DEFAULT_BODY_READ_TIMEOUT_MS,
+                )?),
+                keepalive_timeout: Duration::from_millis(parse_env(
+                    env,
+                    "OMNIROUTE_KEEPALIVE_TIMEOUT_MS",
+                    DEFAULT_KEEPALIVE_TIMEOUT_MS,
+                )?),
+                max_connections: match env.get("OMNIROUTE_MAX_CONNECTIONS").filter(|v| !v.is_empty()) {
+                    None => None,
+                    Some(_) => Some(parse_env(env, "OMNIROUTE_MAX_CONNECTIONS", 0usize)?.max(1)),
+                },
+            },
         })
     }
 
@@ -324,6 +366,16 @@ mod tests {
         assert_eq!(err.name, "FETCH_TIMEOUT_MS");
         let err = Config::resolve(&Flags::default(), &env(&[("RATE_LIMIT_AUTO_ENABLE", "sometimes")])).unwrap_err();
         assert_eq!((err.name.as_str(), err.value.as_str()), ("RATE_LIMIT_AUTO_ENABLE", "sometimes"));
+    }
+
+    #[test]
+    fn client_limits_default_and_are_read() {
+        let c = Config::resolve(&Flags::default(), &HashMap::new()).unwrap().client;
+        assert_eq!((c.header_read_timeout, c.keepalive_timeout), (Duration::from_secs(10), Duration::from_secs(30)));
+        assert_eq!((c.body_read_timeout, c.max_connections), (Duration::from_secs(10), None));
+        let e = env(&[("OMNIROUTE_MAX_CONNECTIONS", "500"), ("OMNIROUTE_HEADER_READ_TIMEOUT_MS", "2000")]);
+        let c = Config::resolve(&Flags::default(), &e).unwrap().client;
+        assert_eq!((c.max_connections, c.header_read_timeout), (Some(500), Duration::from_secs(2)));
     }
 
     #[test]

@@ -5,6 +5,7 @@ pub mod api;
 pub mod auth;
 pub mod config;
 pub mod db;
+pub mod listener;
 pub mod protocols;
 pub mod proxy;
 pub mod request_log;
@@ -74,6 +75,8 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
         sessions: SessionStore::default(),
         login_throttle: Default::default(),
         started_at: Instant::now(),
+        client_capacity: listener::Capacity::new(config.client.max_connections),
+        shutdown: Default::default(),
         upstream: Arc::new(executor),
         secrets,
         db,
@@ -122,8 +125,8 @@ pub fn router(state: Arc<AppState>) -> Router {
 }
 
 /// Serves until `shutdown` resolves, then stops accepting, lets in-flight
-/// requests and streams finish for at most the configured grace period,
-/// and flushes the write-behind request log.
+/// requests and streams finish for at most the configured grace period
+/// (see [`listener`]), and flushes the write-behind request log.
 pub async fn serve(
     state: Arc<AppState>,
     listener: TcpListener,
@@ -140,35 +143,7 @@ pub async fn serve(
     Ok(())
 }
 
-/// Serves `listener` until `stop` turns true, then stops accepting and
-/// lets in-flight requests and streams finish for at most the configured
-/// grace period.
-pub async fn serve_until_stopped(
-    state: &Arc<AppState>,
-    listener: TcpListener,
-    mut stop: tokio::sync::watch::Receiver<bool>,
-) -> anyhow::Result<()> {
-    let mut graceful = stop.clone();
-    let app = router(state.clone());
-    // Small responses and SSE frames go out at once, not after Nagle's delay.
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
-    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
-        let _ = graceful.wait_for(|s| *s).await;
-        tracing::debug!("no new connections; waiting for in-flight requests");
-    });
-    let grace = state.config.shutdown_grace;
-    tokio::select! {
-        res = server => res.context("serving")?,
-        _ = async {
-            let _ = stop.wait_for(|s| *s).await;
-            tokio::time::sleep(grace).await;
-        } => tracing::warn!(grace_ms = grace.as_millis() as u64, "grace period over; closing remaining connections"),
-    }
-    Ok(())
-}
+pub use listener::serve_until_stopped;
 
 /// Writes what is still queued behind the requests (log rows, resilience
 /// state) before the process exits.

@@ -36,4 +36,8 @@ pub struct AppState {
     /// The last `GET /api/monitoring/health` report and when it was built.
     pub health_cache: parking_lot::Mutex<Option<(Instant, app::types::monitoring::HealthReport)>>,
     pub started_at: Instant,
+    /// Open client connections at most (`listener`).
+    pub client_capacity: crate::listener::Capacity,
+    /// The end of the shutdown grace, for open streams.
+    pub shutdown: crate::listener::Shutdown,
 }

@@ -164,7 +164,7 @@ impl Finish for AttemptGuard {
         let message = end.message();
         match end {
             StreamEnd::Complete => self.served(200),
-            StreamEnd::ClientGone => self.client_gone(),
+            StreamEnd::ClientGone | StreamEnd::Shutdown => self.ended_without_verdict(&end),
             StreamEnd::Broken(_) | StreamEnd::UpstreamError(_) | StreamEnd::Stalled(_) | StreamEnd::TooSlow => {
                 // The client saw a 200 and then the error event.
                 if let Some(r) = self.record.as_mut() {
@@ -180,20 +180,21 @@ impl Finish for AttemptGuard {
 }
 
 impl AttemptGuard {
-    /// The client went away: counts for nothing (the probe slot is given
-    /// back); the row keeps the status the client saw.
-    fn client_gone(&mut self) {
+    /// The client went away, or the gateway is shutting down: counts for
+    /// nothing (the probe slot is given back); the row keeps the status
+    /// the client saw.
+    fn ended_without_verdict(&mut self, end: &StreamEnd) {
         let Some(mut r) = self.record.take() else { return };
         r.latency_ms = self.elapsed_ms();
-        r.error_kind = Some("client_disconnected".to_owned());
-        r.error_message = Some(StreamEnd::ClientGone.message());
+        r.error_kind = end.kind().map(str::to_owned);
+        r.error_message = Some(end.message());
         self.state.logs.record(r);
     }
 }
 
 impl Drop for AttemptGuard {
     fn drop(&mut self) {
-        self.client_gone();
+        self.ended_without_verdict(&StreamEnd::ClientGone);
     }
 }
 

@@ -65,7 +65,7 @@ pub(super) async fn open(
         heartbeat: state.config.sse_heartbeat_interval,
         throughput: watchdog.enabled.then_some(watchdog),
     };
-    let relay = Relay::new(body, committed, budgets, client, translator, guard);
+    let relay = Relay::new(body, committed, budgets, client, translator, guard).until(state.shutdown.wait());
     let mut response = Response::new(Body::from_stream(relay));
     let h = response.headers_mut();
     h.insert(header::CONTENT_TYPE, content_type.unwrap_or(HeaderValue::from_static("text/event-stream")));

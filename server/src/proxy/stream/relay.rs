@@ -51,6 +51,8 @@ pub enum StreamEnd {
     TooSlow,
     /// The client went away first.
     ClientGone,
+    /// The gateway's shutdown grace ended before the stream did.
+    Shutdown,
 }
 
 impl StreamEnd {
@@ -62,6 +64,7 @@ impl StreamEnd {
             Self::Stalled(_) => Some("stream_stalled"),
             Self::TooSlow => Some("stream_throughput_too_low"),
             Self::ClientGone => Some("client_disconnected"),
+            Self::Shutdown => Some("server_shutdown"),
         }
     }
 
@@ -75,6 +78,7 @@ impl StreamEnd {
                 "STREAM_THROUGHPUT_TOO_LOW: the upstream stream's useful output is below the minimum rate".to_owned()
             }
             Self::ClientGone => "the client closed the stream early".to_owned(),
+            Self::Shutdown => "the gateway is shutting down; retry the request".to_owned(),
         }
     }
 }
@@ -200,6 +204,8 @@ pub struct Relay<F: Finish> {
     upstream_error: Option<String>,
     /// `Some` until the stream ended.
     attempt: Option<F>,
+    /// Resolves when the gateway's shutdown grace is over.
+    shutdown: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
 }
 
 impl<F: Finish> Relay<F> {
@@ -231,7 +237,14 @@ impl<F: Finish> Relay<F> {
             translator,
             upstream_error: None,
             attempt: Some(attempt),
+            shutdown: None,
         }
+    }
+
+    /// Ends the stream (with the error event) when `shutdown` resolves.
+    pub fn until(mut self, shutdown: impl Future<Output = ()> + Send + 'static) -> Self {
+        self.shutdown = Some(Box::pin(shutdown));
+        self
     }
 
     fn usage(&self) -> Option<ir::Usage> {
@@ -285,6 +298,9 @@ impl<F: Finish> Relay<F> {
         }
         match self.upstream.as_mut().poll_next(cx) {
             Poll::Pending => {
+                if self.shutdown.as_mut().is_some_and(|s| s.as_mut().poll(cx).is_ready()) {
+                    return Poll::Ready(Next::End(Some(self.fail(StreamEnd::Shutdown))));
+                }
                 if self.stall.poll_expired(cx) {
                     return Poll::Ready(Next::End(Some(self.fail(StreamEnd::Stalled(self.stall.budget)))));
                 }

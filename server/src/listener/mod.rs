@@ -1,0 +1,176 @@
+//! Accepting client connections. axum's `serve` has no header-read, body
+//! or idle timeout and no bound on open connections, so a few thousand
+//! silent sockets could take every file descriptor. This loop:
+//!
+//! * admits at most [`Capacity`] connections at once — one beyond that gets
+//!   a fast `503` with `Retry-After` and is closed, instead of starving
+//!   everyone;
+//! * cuts a client that is slow to send its request head, pauses inside
+//!   its body, or sits idle between keep-alive requests ([`watched`],
+//!   [`body`]);
+//! * on shutdown stops accepting, lets in-flight requests finish within
+//!   the grace period (idle and half-sent connections close at once or at
+//!   their timeout, never later than the grace), and at its end tells
+//!   open streams to finish with their protocol's error event (so their
+//!   log rows are written) before the rest is dropped.
+
+pub mod body;
+mod capacity;
+pub mod watched;
+
+use axum::{Router, body::Body, extract::ConnectInfo};
+use hyper::body::Incoming;
+use hyper_util::{
+    rt::{TokioExecutor, TokioIo},
+    server::conn::auto::Builder,
+    service::TowerToHyperService,
+};
+use std::{net::SocketAddr, sync::Arc, time::Duration};
+use tokio::{
+    net::{TcpListener, TcpStream},
+    sync::{OwnedSemaphorePermit, watch},
+    task::JoinSet,
+};
+use tower::ServiceExt;
+
+pub use capacity::{Capacity, raise_fd_limit};
+
+use crate::{config::ClientLimits, state::AppState};
+use watched::{Activity, Timeouts, Watched};
+
+/// After the grace period, how long open streams get to write their
+/// error event before their connections are dropped.
+const FINAL_FLUSH: Duration = Duration::from_secs(1);
+
+/// Serves `listener` until `stop` turns true, then shuts down as the
+/// module explains.
+pub async fn serve_until_stopped(
+    state: &Arc<AppState>,
+    listener: TcpListener,
+    mut stop: watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    let app = crate::router(state.clone());
+    let limits = state.config.client;
+    let (closing_tx, closing) = watch::channel(false);
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = until_true(&mut stop) => break,
+            accepted = listener.accept() => match accepted {
+                Ok((tcp, peer)) => {
+                    let _ = tcp.set_nodelay(true);
+                    match state.client_capacity.admit() {
+                        Some(permit) => {
+                            connections.spawn(serve_connection(tcp, peer, app.clone(), limits, closing.clone(), permit));
+                        }
+                        None => {
+                            connections.spawn(capacity::refuse(tcp));
+                        }
+                    }
+                }
+                // Out of descriptors, or a connection reset before it was
+                // accepted: keep serving the ones there are.
+                Err(e) => {
+                    tracing::warn!(error = %e, "accepting a client connection failed");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+    drop(listener);
+    tracing::debug!(open = connections.len(), "no new connections; waiting for in-flight requests");
+    let _ = closing_tx.send(true);
+    let grace = state.config.shutdown_grace;
+    if tokio::time::timeout(grace, drain(&mut connections)).await.is_err() {
+        let open = connections.len();
+        tracing::warn!(grace_ms = grace.as_millis() as u64, open, "grace period over; ending open streams");
+        state.shutdown.grace_over();
+        let _ = tokio::time::timeout(FINAL_FLUSH, drain(&mut connections)).await;
+        connections.shutdown().await;
+    }
+    Ok(())
+}
+
+/// One client connection, HTTP/1.1 or HTTP/2, until it ends, times out,
+/// or (after `closing`) finishes its in-flight requests.
+async fn serve_connection(
+    tcp: TcpStream,
+    peer: SocketAddr,
+    app: Router,
+    limits: ClientLimits,
+    mut closing: watch::Receiver<bool>,
+    _permit: OwnedSemaphorePermit,
+) {
+    let activity = Arc::new(Activity::default());
+    let timeouts = Timeouts { head: limits.header_read_timeout, idle: limits.keepalive_timeout };
+    let io = TokioIo::new(Watched::new(tcp, activity.clone(), timeouts));
+    let watched = activity.clone();
+    let service = tower::service_fn(move |req: http::Request<Incoming>| {
+        let in_flight = activity.begin();
+        let mut req = req.map(|b| Body::new(body::TimedBody::new(b, limits.body_read_timeout)));
+        req.extensions_mut().insert(ConnectInfo(peer));
+        let app = app.clone();
+        async move {
+            let resp = app.oneshot(req).await?;
+            Ok::<_, std::convert::Infallible>(resp.map(|b| Body::new(body::Tracked::new(b, in_flight))))
+        }
+    });
+    let mut builder = Builder::new(TokioExecutor::new());
+    // The socket keeps the time itself (`watched`).
+    builder.http1().header_read_timeout(None);
+    let conn = builder.serve_connection(io, TowerToHyperService::new(service));
+    tokio::pin!(conn);
+    tokio::select! {
+        res = conn.as_mut() => {
+            if let Err(e) = res {
+                tracing::debug!(%peer, error = %e, "client connection ended");
+            }
+        }
+        _ = until_true(&mut closing) => {
+            // Nothing in flight: nothing to finish (a half-sent head or a
+            // socket that never spoke would otherwise wait for its timeout).
+            if watched.is_idle() {
+                return;
+            }
+            conn.as_mut().graceful_shutdown();
+            // Only the connection from here on: its in-flight requests finish.
+            if let Err(e) = conn.as_mut().await {
+                tracing::debug!(%peer, error = %e, "client connection ended during shutdown");
+            }
+        }
+    }
+}
+
+/// The end of the shutdown grace, as open streams wait for it.
+pub struct Shutdown(watch::Sender<bool>);
+
+impl Default for Shutdown {
+    fn default() -> Self {
+        Self(watch::channel(false).0)
+    }
+}
+
+impl Shutdown {
+    /// Tells every open stream that the grace period is over.
+    pub fn grace_over(&self) {
+        self.0.send_replace(true);
+    }
+
+    /// Resolves once the grace period is over.
+    pub fn wait(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut over = self.0.subscribe();
+        async move {
+            let _ = over.wait_for(|o| *o).await;
+        }
+    }
+}
+
+/// Resolves once `flag` is true (or its sender is gone).
+async fn until_true(flag: &mut watch::Receiver<bool>) {
+    let _ = flag.wait_for(|v| *v).await;
+}
+
+async fn drain(connections: &mut JoinSet<()>) {
+    while connections.join_next().await.is_some() {}
+}
