@@ -6,6 +6,7 @@ pub mod auth;
 pub mod config;
 pub mod db;
 pub mod listener;
+pub mod memory;
 pub mod protocols;
 pub mod proxy;
 pub mod request_log;

@@ -76,7 +76,10 @@ pub fn serve(config: Config) -> anyhow::Result<()> {
     tracing::info!(target: "omniroute", address = %addr, workers, "OmniRoute listening; dashboard at http://{addr}/");
 
     main_rt.block_on(async {
-        crate::shutdown_signal().await;
+        tokio::select! {
+            _ = crate::shutdown_signal() => {}
+            _ = crate::memory::return_freed_memory() => {}
+        }
         tracing::info!("shutting down: no new connections; waiting for in-flight requests");
         let _ = stop_tx.send(true);
         // Every worker drops its sender once its connections are done.

@@ -12,7 +12,8 @@ use serde_json::{Value, json};
 /// JSON routes: (method, path, authenticated with the management key).
 /// Three take an optional body (empty means "all"): they are not sent
 /// the empty one.
-const OPTIONAL_BODY: [&str; 3] = ["/api/resilience/reset", "/api/resilience/cooldowns", "/api/resilience/model-cooldowns"];
+const OPTIONAL_BODY: [&str; 3] =
+    ["/api/resilience/reset", "/api/resilience/cooldowns", "/api/resilience/model-cooldowns"];
 const JSON_ROUTES: &[(&str, &str, bool)] = &[
     ("POST", "/v1/chat/completions", false),
     ("POST", "/v1/messages", false),

@@ -1,12 +1,13 @@
 //! Build orchestration without network downloads (replaces cargo-leptos
 //! and Trunk): `cargo xtask build [--release] | serve [--release] [-- ARGS]
-//! | test | e2e | e2e-clients | bench | chaos`. See ARCHITECTURE.md §3.
+//! | test | e2e | e2e-clients | bench | chaos | heap`. See ARCHITECTURE.md §3.
 
 mod bench;
 mod build;
 mod chaos;
 mod e2e;
 mod e2e_clients;
+mod heap;
 mod postgres;
 mod util;
 
@@ -33,14 +34,15 @@ fn main() -> anyhow::Result<()> {
         Some("e2e-clients") => e2e_clients::run(),
         Some("bench") => bench::run(),
         Some("chaos") => chaos::run(),
+        Some("heap") => heap::run(),
         _ => bail!(
-            "usage: cargo xtask <build [--release] | serve [--release] [-- ARGS] | test | e2e | e2e-clients | bench | chaos>"
+            "usage: cargo xtask <build [--release] | serve [--release] [-- ARGS] | test | e2e | e2e-clients | bench | chaos | heap>"
         ),
     }
 }
 
 /// Everything CI checks: formatting, lints, unit + integration tests, the
-/// site build, the browser tests and a chaos run.
+/// site build, the browser tests, a chaos run and a heap run.
 fn test() -> anyhow::Result<()> {
     util::step("cargo fmt --check");
     util::run(util::cargo().args(["fmt", "--all", "--", "--check"]))?;
@@ -61,5 +63,7 @@ fn test() -> anyhow::Result<()> {
     util::step("browser tests");
     e2e::run()?;
     util::step("chaos run");
-    chaos::run()
+    chaos::run()?;
+    util::step("heap run");
+    heap::run()
 }

@@ -111,7 +111,7 @@ impl Executor {
             Client::builder(TokioExecutor::new())
                 .pool_timer(TokioTimer::new())
                 .pool_idle_timeout(Duration::from_secs(90))
-                .pool_max_idle_per_host(256)
+                .pool_max_idle_per_host(64)
                 .build(self.connector.clone())
         })
     }
