@@ -191,33 +191,17 @@ impl Config {
             management_key: get("OMNIROUTE_MANAGEMENT_KEY"),
             log_filter: get("OMNIROUTE_LOG").unwrap_or_else(|| "info".into()),
             log_json: get("OMNIROUTE_LOG_FORMAT").is_some_and(|f| f.eq_ignore_ascii_case("json")),
-            connect_timeout: Duration::from_millis(parse_env(
-                env,
-                "FETCH_CONNECT_TIMEOUT_MS",
-                DEFAULT_CONNECT_TIMEOUT_MS,
-            )?),
-            fetch_timeout: Duration::from_millis(parse_env(env, "FETCH_TIMEOUT_MS", DEFAULT_FETCH_TIMEOUT_MS)?),
-            stream_readiness_timeout: Duration::from_millis(parse_env(
+            connect_timeout: parse_ms(env, "FETCH_CONNECT_TIMEOUT_MS", DEFAULT_CONNECT_TIMEOUT_MS)?,
+            fetch_timeout: parse_ms(env, "FETCH_TIMEOUT_MS", DEFAULT_FETCH_TIMEOUT_MS)?,
+            stream_readiness_timeout: parse_ms(
                 env,
                 "STREAM_READINESS_TIMEOUT_MS",
                 DEFAULT_STREAM_READINESS_TIMEOUT_MS,
-            )?),
-            stream_idle_timeout: Duration::from_millis(parse_env(
-                env,
-                "STREAM_IDLE_TIMEOUT_MS",
-                DEFAULT_STREAM_IDLE_TIMEOUT_MS,
-            )?),
-            sse_heartbeat_interval: Duration::from_millis(parse_env(
-                env,
-                "SSE_HEARTBEAT_INTERVAL_MS",
-                DEFAULT_SSE_HEARTBEAT_INTERVAL_MS,
-            )?),
+            )?,
+            stream_idle_timeout: parse_ms(env, "STREAM_IDLE_TIMEOUT_MS", DEFAULT_STREAM_IDLE_TIMEOUT_MS)?,
+            sse_heartbeat_interval: parse_ms(env, "SSE_HEARTBEAT_INTERVAL_MS", DEFAULT_SSE_HEARTBEAT_INTERVAL_MS)?,
             stream_recovery: parse_flag(env, "STREAM_RECOVERY_ENABLED")?,
-            shutdown_grace: Duration::from_millis(parse_env(
-                env,
-                "OMNIROUTE_SHUTDOWN_GRACE_MS",
-                DEFAULT_SHUTDOWN_GRACE_MS,
-            )?),
+            shutdown_grace: parse_ms(env, "OMNIROUTE_SHUTDOWN_GRACE_MS", DEFAULT_SHUTDOWN_GRACE_MS)?,
             log_retention_rows: parse_env(env, "OMNIROUTE_LOG_RETENTION_ROWS", DEFAULT_LOG_RETENTION_ROWS)?,
             max_body_bytes: parse_env(env, "OMNIROUTE_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES)?,
             workers: parse_workers(env)?,
@@ -225,21 +209,9 @@ impl Config {
             trust_proxy: parse_flag(env, "OMNIROUTE_TRUST_PROXY")?,
             secure_cookie: parse_secure_cookie(env)?,
             client: ClientLimits {
-                header_read_timeout: Duration::from_millis(parse_env(
-                    env,
-                    "OMNIROUTE_HEADER_READ_TIMEOUT_MS",
-                    DEFAULT_HEADER_READ_TIMEOUT_MS,
-                )?),
-                body_read_timeout: Duration::from_millis(parse_env(
-                    env,
-                    "OMNIROUTE_BODY_READ_TIMEOUT_MS",
-                    DEFAULT_BODY_READ_TIMEOUT_MS,
-                )?),
-                keepalive_timeout: Duration::from_millis(parse_env(
-                    env,
-                    "OMNIROUTE_KEEPALIVE_TIMEOUT_MS",
-                    DEFAULT_KEEPALIVE_TIMEOUT_MS,
-                )?),
+                header_read_timeout: parse_ms(env, "OMNIROUTE_HEADER_READ_TIMEOUT_MS", DEFAULT_HEADER_READ_TIMEOUT_MS)?,
+                body_read_timeout: parse_ms(env, "OMNIROUTE_BODY_READ_TIMEOUT_MS", DEFAULT_BODY_READ_TIMEOUT_MS)?,
+                keepalive_timeout: parse_ms(env, "OMNIROUTE_KEEPALIVE_TIMEOUT_MS", DEFAULT_KEEPALIVE_TIMEOUT_MS)?,
                 max_connections: match env.get("OMNIROUTE_MAX_CONNECTIONS").filter(|v| !v.is_empty()) {
                     None => None,
                     Some(_) => Some(parse_env(env, "OMNIROUTE_MAX_CONNECTIONS", 0usize)?.max(1)),
@@ -269,6 +241,11 @@ fn parse_env<T: std::str::FromStr>(
             reason: "expected a non-negative integer".into(),
         }),
     }
+}
+
+/// A duration variable in milliseconds.
+fn parse_ms(env: &HashMap<String, String>, name: &'static str, default_ms: u64) -> Result<Duration, ConfigError> {
+    parse_env(env, name, default_ms).map(Duration::from_millis)
 }
 
 /// An on/off variable (`true/1/on/yes`, `false/0/off/no`); off when unset.
