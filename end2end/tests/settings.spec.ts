@@ -56,10 +56,12 @@ test('a card refuses an invalid value in the browser, saves a valid one, and kee
 
 test('a card whose setting the engine does not act on yet says so; the others do not', async ({ page }) => {
   await openSettings(page, '/settings/resilience');
-  for (const id of ['request-queue', 'combo-cooldown-wait', 'quota-share', 'session-affinity']) {
+  for (const id of ['request-queue', 'combo-cooldown-wait', 'session-affinity']) {
     await expect(page.locator(`[data-card="${id}"] [data-not-yet]`)).toContainText('Not enforced yet');
   }
-  await expect(page.locator('[data-card="provider-breaker"] [data-not-yet]')).toHaveCount(0);
+  for (const id of ['provider-breaker', 'quota-share']) {
+    await expect(page.locator(`[data-card="${id}"] [data-not-yet]`)).toHaveCount(0);
+  }
 });
 
 test('the server re-checks a save and its field errors are shown at the field', async ({ page }) => {

@@ -31,6 +31,8 @@ pub struct AppState {
     pub resilience: SettingsHandle,
     /// Breakers, connection health and lockouts (SPEC §R1–§R3).
     pub engine: Engine,
+    /// Concurrency slots per connection and model (SPEC §R4).
+    pub concurrency: crate::resilience::concurrency::Concurrency,
     /// Write-behind storage of the engine's breakers and connection health.
     pub resilience_store: ResilienceStore,
     /// The last `GET /api/monitoring/health` report and when it was built.

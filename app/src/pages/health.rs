@@ -1,5 +1,6 @@
 //! `/monitoring/health`: provider circuit breakers with live countdowns
-//! and reset buttons, connection health per provider, and the process.
+//! and reset buttons, connection health per provider, the queues at
+//! connection limits (in flight, waiting), and the process.
 //! Refreshes every few seconds once hydrated; resets work without JS too.
 
 use leptos::prelude::*;
@@ -7,8 +8,9 @@ use leptos::prelude::*;
 use crate::{
     api::{ResetBreakers, get_health},
     components::{BUTTON, Countdown, Layout, Loading, REFRESH_TICKS, TableHead, action_error, use_ticker},
-    types::monitoring::{BreakerInfo, HealthReport},
+    types::monitoring::{BreakerInfo, HealthReport, QueueInfo},
 };
+use std::collections::BTreeMap;
 
 #[component]
 pub fn HealthPage() -> impl IntoView {
@@ -93,8 +95,49 @@ fn Report(r: HealthReport, tick: RwSignal<u64>, reset: ServerAction<ResetBreaker
                 <a href="/settings/model-lockout" class="text-indigo-700">"Model Lockout"</a>
             </p>
         </section>
+        <section class="mb-6 bg-white p-4 rounded-md shadow-sm">
+            <h2 class="font-semibold mb-2">"Queues"</h2>
+            <QueueTable queues=r.queues />
+        </section>
         <p class="text-xs text-slate-500">{format!("Version {} · report from {}", r.system.version, r.timestamp)}</p>
     }
+}
+
+/// Requests in flight and waiting at each connection (and model) limit.
+#[component]
+fn QueueTable(queues: BTreeMap<String, QueueInfo>) -> impl IntoView {
+    if queues.is_empty() {
+        return view! {
+            <p class="text-slate-500" data-testid="queues">
+                "No connection has a concurrency limit. Set “Max concurrent” or per-model limits on the "
+                <a href="/providers" class="text-indigo-700">"Providers"</a>
+                " page to queue requests beyond them."
+            </p>
+        }
+        .into_any();
+    }
+    view! {
+        <table class="w-full text-sm" data-testid="queues">
+            <TableHead columns=&["Connection", "Model", "In flight", "Waiting"] />
+            <tbody>
+                {queues
+                    .into_iter()
+                    .map(|(id, q)| {
+                        let busy = if q.queued > 0 { "text-amber-800 font-medium" } else { "" };
+                        view! {
+                            <tr class="border-b border-slate-100" data-queue=id>
+                                <td class="p-2">{format!("{} ({})", q.connection, q.provider)}</td>
+                                <td class="p-2">{q.model.unwrap_or_else(|| "all models".into())}</td>
+                                <td class="p-2" data-running=q.running>{format!("{} of {}", q.running, q.limit)}</td>
+                                <td class=format!("p-2 {busy}") data-queued=q.queued>{q.queued}</td>
+                            </tr>
+                        }
+                    })
+                    .collect_view()}
+            </tbody>
+        </table>
+    }
+    .into_any()
 }
 
 #[component]

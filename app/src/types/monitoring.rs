@@ -21,8 +21,31 @@ pub struct HealthReport {
     /// Per provider with connections.
     pub connection_health: BTreeMap<String, ProviderConnections>,
     pub lockouts: Vec<ModelCooldown>,
-    /// Request queues (§R5) — none yet.
-    pub queues: BTreeMap<String, serde_json::Value>,
+    /// The local queues with a limit, by identity: concurrency gates
+    /// (`qsconn:<connectionId>[:model:<model>]`, §R4).
+    pub queues: BTreeMap<String, QueueInfo>,
+}
+
+/// One local queue: who waits for it and who holds it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueInfo {
+    /// `concurrency` (§R4).
+    pub kind: String,
+    pub provider: String,
+    pub connection_id: String,
+    /// The connection's name, for people.
+    pub connection: String,
+    /// The upstream model of a model-level gate.
+    pub model: Option<String>,
+    /// Requests waiting.
+    pub queued: u32,
+    /// Requests in flight holding a slot.
+    pub running: u32,
+    /// The cap.
+    pub limit: u32,
+    /// Epoch ms until which the queue is paused, when it is.
+    pub paused_until: Option<i64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -6,7 +6,8 @@
 //!
 //! Control API (for the binary and the browser tests):
 //! `POST /_control/rules` (a [`Rule`]), `DELETE /_control/rules`,
-//! `GET /_control/requests`, `DELETE /_control/requests`.
+//! `GET /_control/requests`, `DELETE /_control/requests`, `GET /_control/in-flight`
+//! (requests being answered and the most at once, overall `*` and by model).
 
 mod responses;
 mod script;
@@ -51,6 +52,45 @@ struct Shared {
     script: Script,
     log: Mutex<VecDeque<RecordedRequest>>,
     record: bool,
+    /// Requests being answered (until their body ends), overall (`*`) and
+    /// by model.
+    in_flight: Mutex<BTreeMap<String, InFlight>>,
+}
+
+/// Requests being answered now, and the most at once.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct InFlight {
+    pub now: u32,
+    pub peak: u32,
+}
+
+/// Counts one request as in flight until dropped (with its body).
+struct Answering {
+    shared: Arc<Shared>,
+    model: String,
+}
+
+impl Answering {
+    fn start(shared: &Arc<Shared>, model: &str) -> Self {
+        let mut m = shared.in_flight.lock();
+        for key in ["*", model] {
+            let e = m.entry(key.to_owned()).or_default();
+            e.now += 1;
+            e.peak = e.peak.max(e.now);
+        }
+        Self { shared: shared.clone(), model: model.to_owned() }
+    }
+}
+
+impl Drop for Answering {
+    fn drop(&mut self) {
+        let mut m = self.shared.in_flight.lock();
+        for key in ["*", self.model.as_str()] {
+            if let Some(e) = m.get_mut(key) {
+                e.now = e.now.saturating_sub(1);
+            }
+        }
+    }
 }
 
 /// A running fake upstream on a loopback port; stops when dropped.
@@ -110,6 +150,18 @@ impl FakeUpstream {
         self.shared.log.lock().iter().cloned().collect()
     }
 
+    /// Requests being answered and the most at once, for `model` (`*` = all).
+    pub fn in_flight(&self, model: &str) -> InFlight {
+        self.shared.in_flight.lock().get(model).copied().unwrap_or_default()
+    }
+
+    /// Forgets the peaks (the counts of requests still running stay).
+    pub fn reset_peaks(&self) {
+        for e in self.shared.in_flight.lock().values_mut() {
+            e.peak = e.now;
+        }
+    }
+
     /// Recorded requests whose path starts with `prefix`.
     pub fn count(&self, prefix: &str) -> usize {
         self.shared.log.lock().iter().filter(|r| r.path.starts_with(prefix)).count()
@@ -121,6 +173,7 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/_control/rules", post(add_rule).delete(clear_rules))
         .route("/_control/requests", get(list_requests))
         .route("/_control/requests", delete(clear_requests))
+        .route("/_control/in-flight", get(list_in_flight))
         .fallback(serve)
         .with_state(shared)
 }
@@ -137,6 +190,10 @@ async fn clear_rules(State(s): State<Arc<Shared>>) -> StatusCode {
 
 async fn list_requests(State(s): State<Arc<Shared>>) -> Json<Vec<RecordedRequest>> {
     Json(s.log.lock().iter().cloned().collect())
+}
+
+async fn list_in_flight(State(s): State<Arc<Shared>>) -> Json<BTreeMap<String, InFlight>> {
+    Json(s.in_flight.lock().clone())
 }
 
 async fn clear_requests(State(s): State<Arc<Shared>>) -> StatusCode {
@@ -178,6 +235,8 @@ async fn serve(State(s): State<Arc<Shared>>, method: Method, uri: Uri, headers: 
     let model = requested_model(path, &json).unwrap_or_else(|| "fake-model".into());
     let facts = RequestFacts { path, model: Some(&model), api_key: credential(&headers, query) };
     let rule = s.script.take(&facts).unwrap_or_default();
+    // Counted only when recording: benches measure the fake without it.
+    let answering = s.record.then(|| Answering::start(&s, &model));
     if rule.latency_ms > 0 {
         tokio::time::sleep(Duration::from_millis(rule.latency_ms)).await;
     }
@@ -210,7 +269,13 @@ async fn serve(State(s): State<Arc<Shared>>, method: Method, uri: Uri, headers: 
     for (k, v) in &rule.headers {
         response = response.header(k.as_str(), v.as_str());
     }
-    let body = scripted_body(frames, &rule);
+    let mut body = scripted_body(frames, &rule);
+    if let Some(answering) = answering {
+        body = Body::from_stream(body.into_data_stream().map(move |chunk| {
+            let _counted = &answering;
+            chunk
+        }));
+    }
     response.body(body).unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 

@@ -5,6 +5,7 @@
 pub mod breaker;
 pub mod classify;
 pub mod clock;
+pub mod concurrency;
 pub mod connection_health;
 pub mod egress;
 pub mod engine;

@@ -3,6 +3,7 @@
 //! reads it lock-free (`ArcSwap`); management changes rebuild it from the
 //! database. The hot path never touches the database.
 
+use app::types::connection::RateLimitOverrides;
 use arc_swap::ArcSwap;
 use sea_orm::{DatabaseConnection, DbErr};
 use std::{collections::HashMap, fmt, sync::Arc};
@@ -30,6 +31,8 @@ impl fmt::Debug for Credential {
 #[derive(Debug)]
 pub struct LiveConnection {
     pub id: String,
+    /// The operator's name for it (shown, never routed on).
+    pub name: String,
     pub provider: &'static Provider,
     /// Where to call it: the connection's base URL override, else the
     /// provider default, with its authentication headers.
@@ -40,12 +43,32 @@ pub struct LiveConnection {
     pub oauth: bool,
     /// The connection opts out of cooldowns (failures lock the model).
     pub disable_cooling: bool,
+    /// Its concurrency and rate limits (SPEC §R4, §R5).
+    pub limits: ConnectionLimits,
+}
+
+/// A connection's own limits, from its row.
+#[derive(Clone, Debug, Default)]
+pub struct ConnectionLimits {
+    /// `maxConcurrent`: requests in flight at most; `None` is unlimited.
+    pub max_concurrent: Option<u32>,
+    /// `rateLimitOverrides` (model caps, queue rate and waits).
+    pub overrides: RateLimitOverrides,
 }
 
 impl LiveConnection {
     pub fn new(id: String, provider: &'static Provider, base_url: BaseUrl, credential: Option<Credential>) -> Self {
         let endpoint = Endpoint::new(provider.protocol, base_url, credential.as_ref().map(|c| c.0.as_str()));
-        Self { id, provider, endpoint, credential, oauth: false, disable_cooling: false }
+        Self {
+            id,
+            name: String::new(),
+            provider,
+            endpoint,
+            credential,
+            oauth: false,
+            disable_cooling: false,
+            limits: ConnectionLimits::default(),
+        }
     }
 
     /// `text` without any part of this connection's credential
@@ -60,8 +83,13 @@ impl LiveConnection {
 
     /// The connection's own cooldown policy, from its row.
     pub fn with_policy(mut self, row: &crate::db::entities::provider_connection::Model) -> Self {
+        self.name.clone_from(&row.name);
         self.oauth = row.auth_type == "oauth";
         self.disable_cooling = row.disable_cooling;
+        self.limits = ConnectionLimits {
+            max_concurrent: row.max_concurrent.and_then(|m| u32::try_from(m).ok()).filter(|m| *m > 0),
+            overrides: row.rate_limit_overrides.as_deref().and_then(|j| serde_json::from_str(j).ok()).unwrap_or_default(),
+        };
         self
     }
 }
@@ -85,6 +113,11 @@ impl Snapshot {
     /// Active connections of `provider` in routing order (priority, age).
     pub fn candidates(&self, provider: &str) -> &[Arc<LiveConnection>] {
         self.by_provider.get(provider).map(Vec::as_slice).unwrap_or_default()
+    }
+
+    /// The active connection `id`, of any provider.
+    pub fn connection(&self, id: &str) -> Option<&Arc<LiveConnection>> {
+        self.by_provider.values().flatten().find(|c| c.id == id)
     }
 
     /// Providers with at least one active connection.

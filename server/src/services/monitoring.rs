@@ -6,7 +6,7 @@
 use app::types::monitoring::{
     BreakerCounts, BreakerInfo, ClearCooldowns, ClearCooldownsResult, ClearModelCooldowns, ConnectionState,
     ConnectionStates, ConnectionStatesMeta, CooldownConnection, CooldownList, DbInfo, ExclusionStatus, HealthReport,
-    LockoutBrief, ModelCooldown, ModelCooldownList, ProviderConnections, ResetResult, SystemInfo,
+    LockoutBrief, ModelCooldown, ModelCooldownList, ProviderConnections, QueueInfo, ResetResult, SystemInfo,
 };
 use sea_orm::ConnectionTrait;
 use std::{collections::BTreeMap, time::Duration};
@@ -15,6 +15,7 @@ use super::ServiceError;
 use crate::{
     db::connections,
     resilience::{breaker::BreakerState, engine::BreakerView, lockout::Lock},
+    routing::registry::Snapshot,
     state::AppState,
     upstream::catalog,
 };
@@ -122,8 +123,32 @@ async fn build_health(state: &AppState) -> HealthReport {
         provider_breakers: breakers.iter().map(breaker_info).collect(),
         connection_health,
         lockouts: state.engine.lockouts().iter().map(|l| model_cooldown(l, now)).collect(),
-        queues: BTreeMap::new(),
+        queues: queues(state, &snapshot),
     }
+}
+
+/// The concurrency gates of the connections that exist, by identity.
+fn queues(state: &AppState, snapshot: &Snapshot) -> BTreeMap<String, QueueInfo> {
+    state
+        .concurrency
+        .snapshot()
+        .into_iter()
+        .filter_map(|(key, counts)| {
+            let conn = snapshot.connection(&key.connection_id)?;
+            let info = QueueInfo {
+                kind: "concurrency".to_owned(),
+                provider: conn.provider.id.to_owned(),
+                connection_id: conn.id.clone(),
+                connection: conn.name.clone(),
+                model: key.model.as_deref().map(str::to_owned),
+                queued: counts.queued,
+                running: counts.running,
+                limit: counts.limit,
+                paused_until: None,
+            };
+            Some((key.to_string(), info))
+        })
+        .collect()
 }
 
 /// Resets breakers (one provider or all) and their model lockouts.

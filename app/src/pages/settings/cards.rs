@@ -161,10 +161,8 @@ pub static RESILIENCE_CARDS: [Card; 12] = [
     Card {
         id: "quota-share",
         title: "Quota-share per-connection concurrency",
-        explain: "Scope: combos sharing one upstream account. Trigger: more concurrent requests than the connection's max concurrency. Effect: they are serialized; fail-open, so a full queue lets the request through rather than refusing it.",
-        not_yet: Some(
-            "Not enforced yet: saved and validated, but concurrent requests to a connection are not serialized.",
-        ),
+        explain: "Scope: combo requests to a connection with Max concurrent set (several keys sharing one upstream account). Trigger: that many requests are already in flight on it. Effect: the request waits for a slot (up to 30 s, at most 20 waiting); when none frees it goes ahead without one rather than failing. Off: combo requests ignore the connection's Max concurrent. Direct requests always respect it and, past the wait, fail with SEMAPHORE_TIMEOUT or SEMAPHORE_QUEUE_FULL (429).",
+        not_yet: None,
         page: RESILIENCE,
         fields: &[f("quotaShareConcurrencyLimit.enabled", "Enabled", Bool)],
     },
@@ -285,7 +283,7 @@ mod tests {
     fn the_cards_the_engine_does_not_act_on_yet_say_so() {
         let mut pending: Vec<&str> = all_cards().filter(|c| c.not_yet.is_some()).map(|c| c.id).collect();
         pending.sort_unstable();
-        assert_eq!(pending, ["combo-cooldown-wait", "quota-share", "request-queue", "session-affinity"]);
+        assert_eq!(pending, ["combo-cooldown-wait", "request-queue", "session-affinity"]);
         assert!(all_cards().filter_map(|c| c.not_yet).all(|n| n.starts_with("Not enforced yet")));
     }
 

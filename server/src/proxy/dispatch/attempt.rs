@@ -21,6 +21,7 @@ use crate::{
     request_log::AttemptRecord,
     resilience::{
         breaker::BreakerConfig,
+        concurrency::Permit,
         engine::{AttemptFailure, Outcome, Probe},
     },
     routing::registry::LiveConnection,
@@ -50,6 +51,8 @@ pub struct AttemptGuard {
     started: Instant,
     /// `Some` until the attempt finished.
     record: Option<AttemptRecord>,
+    /// Its concurrency slots (SPEC §R4), given back when it finishes.
+    permit: Option<Permit>,
 }
 
 impl AttemptGuard {
@@ -59,6 +62,7 @@ impl AttemptGuard {
         conn: &Arc<LiveConnection>,
         cfg: &BreakerConfig,
         probe: Option<Probe>,
+        permit: Permit,
     ) -> Self {
         let record = AttemptRecord { connection_id: Some(conn.id.clone()), ..super::log_row(call.caller, call.target) };
         Self {
@@ -69,6 +73,7 @@ impl AttemptGuard {
             probe,
             started: Instant::now(),
             record: Some(record),
+            permit: Some(permit),
         }
     }
 
@@ -83,6 +88,7 @@ impl AttemptGuard {
 
     /// The attempt served the client: the engine counts a success.
     pub fn served(&mut self, status: u16) {
+        self.permit = None;
         let Some(mut r) = self.record.take() else { return };
         let (provider, conn) = (self.conn.provider.id, &self.conn.id);
         self.state.engine.on_success(provider, conn, &self.model, &self.cfg, self.probe.take());
@@ -129,6 +135,7 @@ impl AttemptGuard {
     /// [`Self::classify`], the engine hears nothing of it (an early end of
     /// stream retried on the same connection).
     pub fn log_failure(&mut self, status: Option<u16>, kind: &'static str, message: &str) {
+        self.permit = None;
         let Some(mut r) = self.record.take() else { return };
         r.status = status.map_or(r.status, i32::from);
         r.latency_ms = self.elapsed_ms();
@@ -184,6 +191,7 @@ impl AttemptGuard {
     /// nothing (the probe slot is given back); the row keeps the status
     /// the client saw.
     fn ended_without_verdict(&mut self, end: &StreamEnd) {
+        self.permit = None;
         let Some(mut r) = self.record.take() else { return };
         r.latency_ms = self.elapsed_ms();
         r.error_kind = end.kind().map(str::to_owned);

@@ -19,7 +19,7 @@ use serde_json::json;
 use std::sync::Arc;
 
 use super::{
-    Failure, StreamCode, Unserved,
+    Failure, FailureCode, Unserved,
     gates::{Skip, SkipReason},
     plan::{Plan, Planned},
 };
@@ -130,10 +130,18 @@ fn all_failed(provider: &str, failures: Vec<Failure>) -> ProxyError {
     let Some(last) = failures.into_iter().next_back() else {
         return ProxyError::new(StatusCode::BAD_GATEWAY, "server_error", "upstream_error", "no attempt was made");
     };
-    let message = format!("All {n} connection(s) of provider {provider} failed; last error: {}", last.message);
+    let message = match last.code {
+        // The gateway's own refusal says exactly what happened.
+        Some(c) if c.is_local() => last.message,
+        _ => format!("All {n} connection(s) of provider {provider} failed; last error: {}", last.message),
+    };
     let (status, kind, code) = match (last.code, last.status) {
-        (Some(StreamCode::EarlyEof), _) => (StatusCode::BAD_GATEWAY, "stream_early_eof", "STREAM_EARLY_EOF"),
-        (Some(StreamCode::ReadinessTimeout), _) => {
+        (Some(FailureCode::SemaphoreTimeout), _) => (StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", "SEMAPHORE_TIMEOUT"),
+        (Some(FailureCode::SemaphoreQueueFull), _) => {
+            (StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", "SEMAPHORE_QUEUE_FULL")
+        }
+        (Some(FailureCode::EarlyEof), _) => (StatusCode::BAD_GATEWAY, "stream_early_eof", "STREAM_EARLY_EOF"),
+        (Some(FailureCode::ReadinessTimeout), _) => {
             (StatusCode::GATEWAY_TIMEOUT, "server_error", "STREAM_READINESS_TIMEOUT")
         }
         (None, Some(429)) => (StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", "rate_limited"),
@@ -276,7 +284,7 @@ fn nothing_executable(combo: &Combo, skipped: &[Skipped]) -> ProxyError {
 mod tests {
     use super::*;
 
-    fn failure(status: Option<u16>, id: &str, code: Option<StreamCode>) -> Failure {
+    fn failure(status: Option<u16>, id: &str, code: Option<FailureCode>) -> Failure {
         Failure { connection_id: id.into(), status, retry_after: Some(7), message: "boom".into(), code }
     }
 
@@ -316,9 +324,9 @@ mod tests {
 
     #[test]
     fn a_stream_that_never_became_ready_names_why() {
-        let e = all_failed("openai", vec![failure(None, "a", Some(StreamCode::ReadinessTimeout))]);
+        let e = all_failed("openai", vec![failure(None, "a", Some(FailureCode::ReadinessTimeout))]);
         assert_eq!((e.status, e.code), (StatusCode::GATEWAY_TIMEOUT, "STREAM_READINESS_TIMEOUT"));
-        let e = all_failed("openai", vec![failure(None, "a", Some(StreamCode::EarlyEof))]);
+        let e = all_failed("openai", vec![failure(None, "a", Some(FailureCode::EarlyEof))]);
         assert_eq!((e.status, e.code, e.kind), (StatusCode::BAD_GATEWAY, "STREAM_EARLY_EOF", "stream_early_eof"));
     }
 }

@@ -10,7 +10,7 @@ use app::types::settings::ResilienceSettings;
 
 use std::sync::Arc;
 
-use super::{Caller, TargetRun};
+use super::{Caller, TargetRun, permits::Requester};
 use crate::{
     auth::api_keys::KeyEntry,
     resilience::engine::{self, Exclusion},
@@ -101,7 +101,14 @@ pub fn open<'s>(
     }
     let cfg = engine::breaker_config(settings, provider.category);
     match state.engine.admit(provider.id, &cfg) {
-        Ok(probe) => Ok(TargetRun { candidates, cfg, probe }),
+        Ok(probe) => {
+            let requester = if combo {
+                Requester::Combo { quota_share: settings.quota_share_concurrency_limit.enabled }
+            } else {
+                Requester::Direct
+            };
+            Ok(TargetRun { candidates, requester, cfg, probe })
+        }
         Err(ms) => Err(Skip::new(SkipReason::CircuitOpen, Some(ms))),
     }
 }

@@ -23,6 +23,7 @@ mod answer;
 pub mod attempt;
 pub mod error;
 mod gates;
+mod permits;
 pub mod plan;
 mod streaming;
 
@@ -48,6 +49,7 @@ use crate::{
     resilience::{
         breaker::BreakerConfig,
         classify::Verdict,
+        concurrency::{Concurrency, Permit},
         engine::{Exclusion, Probe},
     },
     routing::{
@@ -99,16 +101,38 @@ pub struct Failure {
     message: String,
     /// The client's error code when this failure is the last (a stream
     /// that never became ready).
-    code: Option<StreamCode>,
+    code: Option<FailureCode>,
 }
 
-/// How a stream failed before it was committed (SPEC §R6).
+/// A failure the client's answer names by its own code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StreamCode {
-    /// `502 STREAM_EARLY_EOF`.
+pub enum FailureCode {
+    /// `502 STREAM_EARLY_EOF`: the stream ended before it was committed (§R6).
     EarlyEof,
-    /// `504 STREAM_READINESS_TIMEOUT`.
+    /// `504 STREAM_READINESS_TIMEOUT`: no first event in time (§R6).
     ReadinessTimeout,
+    /// `429 SEMAPHORE_TIMEOUT`: no concurrency slot freed in time (§R4).
+    SemaphoreTimeout,
+    /// `429 SEMAPHORE_QUEUE_FULL`: too many already wait for a slot (§R4).
+    SemaphoreQueueFull,
+}
+
+impl FailureCode {
+    /// Whether the gateway refused the attempt itself, before any upstream call.
+    pub fn is_local(self) -> bool {
+        matches!(self, Self::SemaphoreTimeout | Self::SemaphoreQueueFull)
+    }
+}
+
+impl Failure {
+    /// The gateway gave the attempt no concurrency slot.
+    fn refused(conn: &LiveConnection, why: &permits::Refused) -> Self {
+        let code = match why {
+            permits::Refused::QueueFull(_) => FailureCode::SemaphoreQueueFull,
+            permits::Refused::Timeout(_) => FailureCode::SemaphoreTimeout,
+        };
+        Self { connection_id: conn.id.clone(), status: Some(429), retry_after: Some(1), message: why.message(), code: Some(code) }
+    }
 }
 
 /// What one attempt came to.
@@ -187,6 +211,8 @@ pub async fn run(
 /// One target's connections and breaker admission.
 pub struct TargetRun<'a> {
     pub candidates: Vec<&'a Arc<LiveConnection>>,
+    /// Which concurrency limits its attempts take.
+    pub requester: permits::Requester,
     pub cfg: BreakerConfig,
     pub probe: Option<Probe>,
 }
@@ -199,13 +225,15 @@ pub struct Unserved {
 }
 
 impl Unserved {
+    /// Whether an upstream was called (a refusal of the gateway's own is not a call).
     pub fn attempted(&self) -> bool {
-        !self.failures.is_empty()
+        self.failures.iter().any(|f| !f.code.is_some_and(FailureCode::is_local))
     }
 }
 
-/// Tries each usable connection of the target, in order; a stream that
-/// ended before its first event gets one more try on the same connection.
+/// Tries each usable connection of the target, in order. A connection at
+/// its concurrency limit (SPEC §R4) is passed over for the next; when
+/// every usable one is, the request waits for a slot on the first.
 pub async fn try_connections(
     state: &Arc<AppState>,
     call: &Call<'_>,
@@ -214,25 +242,83 @@ pub async fn try_connections(
     let provider = call.target.provider;
     let mut failures = Vec::new();
     let mut excluded = Vec::new();
-    for conn in &t.candidates {
+    let mut saturated = None;
+    for conn in std::mem::take(&mut t.candidates) {
         if let Some(why) = state.engine.exclusion(provider.id, &conn.id, &call.target.model) {
             excluded.push(why);
             continue;
         }
-        let mut early_eof_retry = true;
-        loop {
-            let guard = AttemptGuard::start(state, call, conn, &t.cfg, t.probe.take());
-            match attempt(state, call, guard).await {
-                Tried::Answer(response) => return Ok(response),
-                Tried::EarlyEof(_) if std::mem::take(&mut early_eof_retry) => continue,
-                Tried::Failed(f) | Tried::EarlyEof(f) => {
-                    failures.push(f);
-                    break;
+        let limits = permits::limits(&state.concurrency, conn, &call.target.model, t.requester);
+        match Concurrency::try_acquire(&limits) {
+            Ok(permit) => {
+                if let Some(response) = serve_on(state, call, t, conn, permit, &mut failures).await {
+                    return Ok(response);
                 }
+            }
+            Err(_) => {
+                saturated.get_or_insert((conn, limits));
             }
         }
     }
+    if let Some((conn, limits)) = saturated {
+        match permits::wait(limits).await {
+            Ok(permit) => {
+                if let Some(response) = serve_on(state, call, t, conn, permit, &mut failures).await {
+                    return Ok(response);
+                }
+            }
+            Err(why) => failures.push(refused(state, call, conn, &why)),
+        }
+    }
     Err(Unserved { failures, excluded })
+}
+
+/// Attempts on one connection holding `permit`; a stream that ended
+/// before its first event gets one more try, with a fresh slot.
+async fn serve_on(
+    state: &Arc<AppState>,
+    call: &Call<'_>,
+    t: &mut TargetRun<'_>,
+    conn: &Arc<LiveConnection>,
+    permit: Permit,
+    failures: &mut Vec<Failure>,
+) -> Option<Response> {
+    let guard = AttemptGuard::start(state, call, conn, &t.cfg, t.probe.take(), permit);
+    let failure = match attempt(state, call, guard).await {
+        Tried::Answer(response) => return Some(response),
+        Tried::Failed(f) => f,
+        Tried::EarlyEof(_) => {
+            let limits = permits::limits(&state.concurrency, conn, &call.target.model, t.requester);
+            match permits::wait(limits).await {
+                Err(why) => refused(state, call, conn, &why),
+                Ok(permit) => {
+                    let guard = AttemptGuard::start(state, call, conn, &t.cfg, t.probe.take(), permit);
+                    match attempt(state, call, guard).await {
+                        Tried::Answer(response) => return Some(response),
+                        Tried::Failed(f) | Tried::EarlyEof(f) => f,
+                    }
+                }
+            }
+        }
+    };
+    failures.push(failure);
+    None
+}
+
+/// A request the gateway gave no concurrency slot: its log row (429, the
+/// code as the reason) and its failure; the engine hears nothing.
+fn refused(state: &AppState, call: &Call<'_>, conn: &LiveConnection, why: &permits::Refused) -> Failure {
+    let failure = Failure::refused(conn, why);
+    let code = if failure.code == Some(FailureCode::SemaphoreQueueFull) { "SEMAPHORE_QUEUE_FULL" } else { "SEMAPHORE_TIMEOUT" };
+    tracing::warn!(request_id = call.caller.request_id, connection_id = %conn.id, reason = code, "{}", failure.message);
+    state.logs.record(AttemptRecord {
+        connection_id: Some(conn.id.clone()),
+        status: 429,
+        error_kind: Some(code.to_owned()),
+        error_message: Some(failure.message.clone()),
+        ..log_row(call.caller, call.target)
+    });
+    failure
 }
 
 /// One attempt on one connection, to its answer or its failure.
@@ -250,7 +336,7 @@ async fn attempt(state: &Arc<AppState>, call: &Call<'_>, mut guard: AttemptGuard
         Ok(sent) => sent,
         Err(_) => {
             let e = TransportError::Timeout(state.config.stream_readiness_timeout);
-            return Tried::Failed(transport_failure(&mut guard, &e, Some(StreamCode::ReadinessTimeout)));
+            return Tried::Failed(transport_failure(&mut guard, &e, Some(FailureCode::ReadinessTimeout)));
         }
     };
     let resp = match sent {
@@ -323,7 +409,7 @@ async fn error_status(
 
 /// A failure with no HTTP answer (connect, reset, timeout): the engine
 /// classifies it like any other.
-fn transport_failure(guard: &mut AttemptGuard, e: &TransportError, code: Option<StreamCode>) -> Failure {
+fn transport_failure(guard: &mut AttemptGuard, e: &TransportError, code: Option<FailureCode>) -> Failure {
     let message = e.to_string();
     guard.failed(
         &Failed { status: None, headers: &NO_HEADERS, body: &message, stall: false },

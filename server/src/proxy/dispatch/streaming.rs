@@ -15,7 +15,7 @@ use axum::{
 use std::sync::atomic::Ordering;
 use tokio::time::Instant;
 
-use super::{AttemptGuard, Call, Failed, Failure, NO_HEADERS, StreamCode, Tried, answer::insert_connection};
+use super::{AttemptGuard, Call, Failed, Failure, NO_HEADERS, FailureCode, Tried, answer::insert_connection};
 use crate::{
     db::now_ms,
     protocols::translate::StreamTranslator,
@@ -87,12 +87,12 @@ fn not_ready(guard: &mut AttemptGuard, why: NotReady, state: &AppState) -> Tried
         NotReady::EarlyEof => {
             let message = "the upstream stream ended before its first event".to_owned();
             guard.log_failure(Some(200), "stream_early_eof", &message);
-            return Tried::EarlyEof(failure(guard, message, Some(StreamCode::EarlyEof)));
+            return Tried::EarlyEof(failure(guard, message, Some(FailureCode::EarlyEof)));
         }
         NotReady::Timeout => {
             let ms = state.config.stream_readiness_timeout.as_millis();
             let message = format!("Stream produced no non-ping SSE event within {ms}ms");
-            (message, "timeout", Some(StreamCode::ReadinessTimeout))
+            (message, "timeout", Some(FailureCode::ReadinessTimeout))
         }
         NotReady::Broken(e) => (format!("the upstream stream was interrupted: {e}"), "network_error", None),
         NotReady::Failed(e) => (format!("the upstream stream failed: {e}"), "stream_error", None),

@@ -1,0 +1,118 @@
+//! Waiting for concurrency slots (SPEC §R4), the async edge of
+//! [`crate::resilience::concurrency`]. An attempt on a connection at its
+//! `maxConcurrent` (or a model at its `modelConcurrency` cap) waits in that
+//! gate's queue — at most [`SEMAPHORE_QUEUE`] waiting, at most
+//! [`SEMAPHORE_WAIT`] — and then fails with `SEMAPHORE_QUEUE_FULL` /
+//! `SEMAPHORE_TIMEOUT`. A fail-open gate (quota-share, for combo requests)
+//! is dropped instead: the request goes on without that slot.
+//!
+//! A refusal here is the gateway's own: it never reaches the engine, so it
+//! never trips a breaker, cools a connection or locks a model.
+
+use std::{pin::pin, time::Duration};
+use tokio::time::Instant;
+
+use crate::{
+    resilience::concurrency::{Concurrency, GateKey, Limit, Permit, QueueTicket},
+    routing::registry::LiveConnection,
+};
+
+/// Longest wait for a slot.
+pub const SEMAPHORE_WAIT: Duration = Duration::from_secs(30);
+/// Requests waiting for one gate at most.
+pub const SEMAPHORE_QUEUE: u32 = 20;
+
+/// Which limits a request takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Requester {
+    /// A request for one model: every cap is a hard limit.
+    Direct,
+    /// A combo request: the account cap is the quota-share semaphore
+    /// (fail-open) when `quotaShareConcurrencyLimit` is on, and not taken
+    /// when it is off; model caps stay hard limits.
+    Combo { quota_share: bool },
+}
+
+/// The limits of an attempt on `conn` for the upstream `model`, in
+/// locking order; empty (and free) for a connection without caps.
+pub fn limits(conc: &Concurrency, conn: &LiveConnection, model: &str, who: Requester) -> Vec<Limit> {
+    let mut limits = Vec::new();
+    let account = match who {
+        Requester::Direct => Some(false),
+        Requester::Combo { quota_share: true } => Some(true),
+        Requester::Combo { quota_share: false } => None,
+    };
+    if let (Some(cap), Some(fail_open)) = (conn.limits.max_concurrent, account) {
+        limits.push(conc.limit(GateKey::account(&conn.id), cap, fail_open));
+    }
+    if let Some(&cap) = conn.limits.overrides.model_concurrency.get(model) {
+        limits.push(conc.limit(GateKey::model(&conn.id, model), cap, false));
+    }
+    limits
+}
+
+/// Why no slot was had.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// `SEMAPHORE_QUEUE_FULL`: the gate's queue already held its maximum.
+    QueueFull(GateKey),
+    /// `SEMAPHORE_TIMEOUT`: no slot freed within the wait.
+    Timeout(GateKey),
+}
+
+impl Refused {
+    pub fn message(&self) -> String {
+        match self {
+            Self::QueueFull(key) => format!("Semaphore queue full ({SEMAPHORE_QUEUE}) for {key}"),
+            Self::Timeout(key) => format!("Semaphore timeout after {}ms for {key}", SEMAPHORE_WAIT.as_millis()),
+        }
+    }
+}
+
+/// Waits until every limit has a slot (all at once), dropping fail-open
+/// limits whose queue is full or whose wait ran out.
+pub async fn wait(mut limits: Vec<Limit>) -> Result<Permit, Refused> {
+    let deadline = Instant::now() + SEMAPHORE_WAIT;
+    let mut ticket: Option<QueueTicket> = None;
+    loop {
+        let full = match Concurrency::try_acquire(&limits) {
+            Ok(permit) => return Ok(permit),
+            Err(full) => full,
+        };
+        let gate = limits[full].gate.clone();
+        if !ticket.as_ref().is_some_and(|t| std::sync::Arc::ptr_eq(t.gate(), &gate)) {
+            drop(ticket.take());
+            ticket = match gate.enqueue(SEMAPHORE_QUEUE) {
+                Some(t) => Some(t),
+                None => {
+                    give_up(&mut limits, full, Refused::QueueFull)?;
+                    continue;
+                }
+            };
+        }
+        let mut freed = pin!(gate.freed());
+        freed.as_mut().enable();
+        if let Ok(permit) = Concurrency::try_acquire(&limits) {
+            return Ok(permit);
+        }
+        if tokio::time::timeout_at(deadline, freed).await.is_err() {
+            // Out of time: only the hard limits may still stop the request.
+            limits.retain(|l| !l.fail_open);
+            return Concurrency::try_acquire(&limits).map_err(|i| Refused::Timeout(limits[i].key.clone()));
+        }
+    }
+}
+
+/// Drops the fail-open limit at `full`, or refuses for a hard one.
+fn give_up(limits: &mut Vec<Limit>, full: usize, why: fn(GateKey) -> Refused) -> Result<(), Refused> {
+    if limits[full].fail_open {
+        tracing::debug!(gate = %limits[full].key, "quota-share queue full; going on without a slot");
+        limits.remove(full);
+        Ok(())
+    } else {
+        Err(why(limits[full].key.clone()))
+    }
+}
+
+#[cfg(test)]
+mod tests;
