@@ -137,16 +137,32 @@ pub async fn edit_connection(
     api_key: Option<String>,
     base_url: Option<String>,
     priority: Option<String>,
+    max_concurrent: Option<String>,
+    model_concurrency: Option<String>,
 ) -> Result<(), ServerFnError> {
-    let priority = given(priority).and_then(|p| p.parse::<i32>().ok());
-    let input = crate::types::UpdateConnection {
+    use crate::{backend::BackendError, types};
+    let fail = |e| ssr::fail("/providers", e);
+    let invalid = |e: types::FieldError| fail(BackendError::Invalid(vec![e]));
+    let backend = ssr::backend()?;
+    let mut input = types::UpdateConnection {
         name: given(name),
         api_key: given(api_key),
         base_url: given(base_url).map(Some),
-        priority,
+        priority: given(priority).and_then(|p| p.parse::<i32>().ok()),
         ..Default::default()
     };
-    ssr::backend()?.update_connection(&id, input).await.map(drop).map_err(|e| ssr::fail("/providers", e))
+    if let Some(text) = max_concurrent {
+        input.max_concurrent = Some(types::parse_max_concurrent(&text).map_err(invalid)?);
+    }
+    if let Some(text) = model_concurrency {
+        let caps = types::parse_model_concurrency(&text).map_err(invalid)?;
+        // The other overrides (rates, waits) are kept as they are.
+        let list = backend.list_connections().await.map_err(fail)?;
+        let current = list.connections.into_iter().find(|c| c.id == id).and_then(|c| c.rate_limit_overrides);
+        let overrides = types::RateLimitOverrides { model_concurrency: caps, ..current.unwrap_or_default() };
+        input.rate_limit_overrides = Some((overrides != types::RateLimitOverrides::default()).then_some(overrides));
+    }
+    backend.update_connection(&id, input).await.map(drop).map_err(fail)
 }
 
 #[server(prefix = "/sfn", endpoint = "delete_connection")]

@@ -6,6 +6,7 @@
 //! their slot to the last byte, and every slot comes back whatever the
 //! client does.
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
+#![expect(clippy::disallowed_methods, reason = "the tests play concurrent clients as tasks")]
 
 mod common;
 
@@ -75,11 +76,18 @@ async fn a_full_queue_refuses_at_once_and_cools_nothing() {
     let id = limited(&gw, &fake, "one", 1, json!({"maxConcurrent": 1})).await;
     fake.push_rule(slow(60_000));
     let body = chat_body("openai/gpt-4o-mini", false);
-    let held: Vec<_> = (0..21).map(|_| tokio::spawn({
-        let req = gw.http.post(format!("{}/v1/chat/completions", gw.url)).json(&body);
-        async move { req.send().await }
-    })).collect();
-    until_gates(&gw, "one running, twenty waiting", |g| g.iter().any(|(_, running, queued)| *running == 1 && *queued == 20)).await;
+    let held: Vec<_> = (0..21)
+        .map(|_| {
+            tokio::spawn({
+                let req = gw.http.post(format!("{}/v1/chat/completions", gw.url)).json(&body);
+                async move { req.send().await }
+            })
+        })
+        .collect();
+    until_gates(&gw, "one running, twenty waiting", |g| {
+        g.iter().any(|(_, running, queued)| *running == 1 && *queued == 20)
+    })
+    .await;
     let queue = &gw.get_json("/api/monitoring/health").await["queues"][format!("qsconn:{id}")];
     assert_eq!((&queue["queued"], &queue["running"], &queue["limit"]), (&json!(20), &json!(1), &json!(1)), "{queue}");
     let calls = fake.count("/v1/chat/completions");
@@ -114,7 +122,10 @@ async fn a_saturated_connection_is_passed_over_for_a_free_sibling() {
     fake.push_rule(Rule { api_key: Some("sk-first-0000000000".into()), ..slow(60_000) });
     let body = chat_body("openai/gpt-4o-mini", false);
     let busy = tokio::spawn(gw.http.post(format!("{}/v1/chat/completions", gw.url)).json(&body).send());
-    until_gates(&gw, "the first connection busy", |g| g.iter().any(|(k, running, _)| k.ends_with(&first) && *running == 1)).await;
+    until_gates(&gw, "the first connection busy", |g| {
+        g.iter().any(|(k, running, _)| k.ends_with(&first) && *running == 1)
+    })
+    .await;
     let resp = gw.chat(body, None).await;
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.headers()["x-omniroute-selected-connection-id"], second.as_str(), "served by the sibling at once");
@@ -129,7 +140,9 @@ async fn a_stream_holds_its_slot_to_the_last_byte() {
     let stream = gw.chat(chat_body("openai/gpt-4o-mini", true), None).await;
     assert_eq!(stream.status(), 200);
     // The stream is committed and still running; a second request waits for it.
-    let second = tokio::spawn(gw.http.post(format!("{}/v1/chat/completions", gw.url)).json(&chat_body("openai/gpt-4o-mini", false)).send());
+    let second = tokio::spawn(
+        gw.http.post(format!("{}/v1/chat/completions", gw.url)).json(&chat_body("openai/gpt-4o-mini", false)).send(),
+    );
     until_gates(&gw, "the second request waiting", |g| g.iter().any(|(_, r, q)| *r == 1 && *q == 1)).await;
     let text = stream.text().await.unwrap();
     assert!(text.contains("[DONE]"));
@@ -145,7 +158,8 @@ async fn slots_come_back_after_random_client_disconnects() {
     let tasks: Vec<_> = (0..200u64)
         .map(|i| {
             let stream = i % 2 == 0;
-            let req = gw.http.post(format!("{}/v1/chat/completions", gw.url)).json(&chat_body("openai/gpt-4o-mini", stream));
+            let req =
+                gw.http.post(format!("{}/v1/chat/completions", gw.url)).json(&chat_body("openai/gpt-4o-mini", stream));
             let task = tokio::spawn(async move {
                 let resp = req.send().await?;
                 let status = resp.status().as_u16();

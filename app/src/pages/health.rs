@@ -109,9 +109,9 @@ fn QueueTable(queues: BTreeMap<String, QueueInfo>) -> impl IntoView {
     if queues.is_empty() {
         return view! {
             <p class="text-slate-500" data-testid="queues">
-                "No connection has a concurrency limit. Set “Max concurrent” or per-model limits on the "
-                <a href="/providers" class="text-indigo-700">"Providers"</a>
-                " page to queue requests beyond them."
+                "No connection has a concurrency limit. "
+                <a href="/providers" class="text-indigo-700">"Set Max concurrent or per-model limits on a connection"</a>
+                " to queue the requests beyond them."
             </p>
         }
         .into_any();

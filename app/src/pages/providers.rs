@@ -6,11 +6,58 @@ use leptos::prelude::*;
 use crate::{
     api::{
         AddConnection, DeleteConnection, EditConnection, SetConnectionActive, TestConnection, get_catalog,
-        get_connections,
+        get_connections, get_health,
     },
     components::{Layout, Loading, StatusBadge, action_error},
-    types::{CatalogEntry, ConnectionView},
+    types::{
+        CatalogEntry, ConnectionView, RateLimitOverrides, format_model_concurrency, monitoring::QueueInfo,
+        parse_model_concurrency,
+    },
 };
+use std::{collections::BTreeMap, sync::Arc};
+
+/// The health report's queues, shared by every row.
+#[derive(Clone, Default)]
+struct Queues(Arc<BTreeMap<String, QueueInfo>>);
+
+/// A connection's concurrency: its limit, and what runs and waits there.
+fn load_text(c: &ConnectionView, queues: &Queues) -> String {
+    let Some(max) = c.max_concurrent else {
+        return "unlimited".to_owned();
+    };
+    match queues.0.get(&format!("qsconn:{}", c.id)) {
+        Some(q) => format!("{} of {max} in flight · {} waiting", q.running, q.queued),
+        None => format!("0 of {max} in flight"),
+    }
+}
+
+/// The edit form's limit fields; the per-model text is checked as it is
+/// typed, with the same rules the server applies on save.
+#[component]
+fn LimitInputs(max: Option<u32>, overrides: Option<RateLimitOverrides>) -> impl IntoView {
+    let caps = overrides.map(|o| format_model_concurrency(&o.model_concurrency)).unwrap_or_default();
+    let problem = RwSignal::new(None::<String>);
+    view! {
+        <label class="flex flex-col text-xs">
+            "Max concurrent (empty = unlimited)"
+            <input name="max_concurrent" type="number" min="1" value=max.map(|m| m.to_string()) class=INPUT />
+        </label>
+        <label class="flex flex-col text-xs">
+            "Per-model limits (one model=limit per line)"
+            <textarea
+                name="model_concurrency"
+                rows="2"
+                placeholder="glm-5=1"
+                class=INPUT
+                aria-invalid=move || problem.get().is_some().to_string()
+                on:input=move |ev| problem.set(parse_model_concurrency(&event_target_value(&ev)).err().map(|e| e.message))
+            >
+                {caps}
+            </textarea>
+        </label>
+        {move || problem.get().map(|m| view! { <p class="text-xs text-red-700" data-field-error="modelConcurrency">{m}</p> })}
+    }
+}
 
 const INPUT: &str = "border border-slate-300 rounded-md px-2 py-1";
 const BUTTON: &str = "px-2 py-1 rounded-md border border-slate-300 bg-white hover:bg-slate-100 text-sm";
@@ -23,18 +70,18 @@ pub fn ProvidersPage() -> impl IntoView {
     let delete = ServerAction::<DeleteConnection>::new();
     let test = ServerAction::<TestConnection>::new();
     let catalog = Resource::new(|| (), |_| get_catalog());
-    let connections = Resource::new(
-        move || {
-            (
-                add.version().get(),
-                edit.version().get(),
-                toggle.version().get(),
-                delete.version().get(),
-                test.version().get(),
-            )
-        },
-        |_| get_connections(),
-    );
+    let changes = move || {
+        (
+            add.version().get(),
+            edit.version().get(),
+            toggle.version().get(),
+            delete.version().get(),
+            test.version().get(),
+        )
+    };
+    let connections = Resource::new(changes, |_| get_connections());
+    // In flight and waiting at each connection's limits, as of the last change.
+    let health = Resource::new(changes, |_| get_health());
     let actions = RowActions { edit, toggle, delete, test };
     view! {
         <Layout title="Providers">
@@ -85,8 +132,9 @@ pub fn ProvidersPage() -> impl IntoView {
             </Transition>
             <Transition fallback=Loading>
                 {move || Suspend::new(async move {
+                    let queues = Queues(Arc::new(health.await.map(|h| h.queues).unwrap_or_default()));
                     match connections.await {
-                        Ok(list) => view! { <ConnectionTable rows=list.connections actions /> }.into_any(),
+                        Ok(list) => view! { <ConnectionTable rows=list.connections actions queues /> }.into_any(),
                         Err(e) => view! { <p role="alert">{e.to_string()}</p> }.into_any(),
                     }
                 })}
@@ -177,7 +225,7 @@ struct RowActions {
 }
 
 #[component]
-fn ConnectionTable(rows: Vec<ConnectionView>, actions: RowActions) -> impl IntoView {
+fn ConnectionTable(rows: Vec<ConnectionView>, actions: RowActions, queues: Queues) -> impl IntoView {
     if rows.is_empty() {
         return view! { <p class="text-slate-500">"No connections yet. Add one above."</p> }.into_any();
     }
@@ -190,12 +238,13 @@ fn ConnectionTable(rows: Vec<ConnectionView>, actions: RowActions) -> impl IntoV
                     <th class="p-2">"Key"</th>
                     <th class="p-2">"Priority"</th>
                     <th class="p-2">"Status"</th>
+                    <th class="p-2">"Concurrency"</th>
                     <th class="p-2">"Last test"</th>
                     <th class="p-2">"Actions"</th>
                 </tr>
             </thead>
             <tbody>
-                {rows.into_iter().map(|c| view! { <ConnectionRow c actions /> }).collect_view()}
+                {rows.into_iter().map(|c| view! { <ConnectionRow c actions queues=queues.clone() /> }).collect_view()}
             </tbody>
         </table>
     }
@@ -203,7 +252,8 @@ fn ConnectionTable(rows: Vec<ConnectionView>, actions: RowActions) -> impl IntoV
 }
 
 #[component]
-fn ConnectionRow(c: ConnectionView, actions: RowActions) -> impl IntoView {
+fn ConnectionRow(c: ConnectionView, actions: RowActions, queues: Queues) -> impl IntoView {
+    let load = load_text(&c, &queues);
     let last_test = match (&c.test_status, &c.last_error) {
         (Some(s), Some(e)) => format!("{s}: {e}"),
         (Some(s), None) => s.clone(),
@@ -221,6 +271,7 @@ fn ConnectionRow(c: ConnectionView, actions: RowActions) -> impl IntoView {
             <td class="p-2">
                 <StatusBadge status=c.status />
             </td>
+            <td class="p-2 text-xs" data-testid="load">{load}</td>
             <td class="p-2 text-xs" data-testid="last-test">{last_test}</td>
             <td class="p-2 flex flex-wrap gap-1">
                 <ActionForm action=actions.test>
@@ -244,6 +295,7 @@ fn ConnectionRow(c: ConnectionView, actions: RowActions) -> impl IntoView {
                         <input name="api_key" type="password" placeholder="new API key (optional)" class=INPUT aria-label="New API key" />
                         <input name="base_url" value=c.base_url.clone().unwrap_or_default() placeholder="base URL" class=INPUT aria-label="Base URL" />
                         <input name="priority" type="number" min="0" value=c.priority.to_string() class=INPUT aria-label="Priority" />
+                        <LimitInputs max=c.max_concurrent overrides=c.rate_limit_overrides.clone() />
                         <button type="submit" class=BUTTON>"Save"</button>
                     </ActionForm>
                 </details>

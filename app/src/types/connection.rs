@@ -75,6 +75,47 @@ impl RateLimitOverrides {
     }
 }
 
+/// The dashboard's text for `modelConcurrency`: one `model=cap` per line.
+pub fn format_model_concurrency(caps: &BTreeMap<String, u32>) -> String {
+    caps.iter().map(|(model, cap)| format!("{model}={cap}")).collect::<Vec<_>>().join("\n")
+}
+
+/// Reads the dashboard's `modelConcurrency` text (one `model=cap` per
+/// line, blank lines ignored); the same check runs in the browser as the
+/// operator types and on the server when the form is saved.
+pub fn parse_model_concurrency(text: &str) -> Result<BTreeMap<String, u32>, FieldError> {
+    let mut caps = BTreeMap::new();
+    for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let refuse = |why: &str| FieldError::new("modelConcurrency", format!("line {}: {why}", n + 1));
+        let Some((model, cap)) = line.split_once('=') else {
+            return Err(refuse("write model=limit, e.g. glm-5=1"));
+        };
+        let model = model.trim();
+        if model.is_empty() || model.chars().any(char::is_whitespace) {
+            return Err(refuse("the model id must be one word, e.g. glm-5=1"));
+        }
+        let cap = match cap.trim().parse::<u32>() {
+            Ok(c) if c > 0 => c,
+            _ => return Err(refuse(&format!("the limit of {model} must be a whole number of at least 1"))),
+        };
+        if caps.insert(model.to_owned(), cap).is_some() {
+            return Err(refuse(&format!("{model} is listed twice")));
+        }
+    }
+    Ok(caps)
+}
+
+/// Reads the dashboard's `maxConcurrent` text: empty is unlimited.
+pub fn parse_max_concurrent(text: &str) -> Result<Option<u32>, FieldError> {
+    match text.trim() {
+        "" => Ok(None),
+        t => match t.parse::<u32>() {
+            Ok(n) if n > 0 => Ok(Some(n)),
+            _ => Err(FieldError::new("maxConcurrent", "must be a whole number of at least 1 (empty = unlimited)")),
+        },
+    }
+}
+
 /// `POST /api/providers` body.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -312,6 +353,28 @@ mod tests {
             api_key: Some("sk-test-1234".into()),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn the_model_concurrency_text_reads_back_and_refuses_by_line() {
+        let caps = parse_model_concurrency("glm-5=1\n\n glm-4.7 = 3 \n").unwrap();
+        assert_eq!(format_model_concurrency(&caps), "glm-4.7=3\nglm-5=1");
+        assert_eq!(parse_model_concurrency(&format_model_concurrency(&caps)).unwrap(), caps);
+        for (text, says) in [
+            ("glm-5", "line 1: write model=limit"),
+            ("a=1\nglm-5=0", "line 2: the limit of glm-5 must be a whole number"),
+            ("glm 5=1", "line 1: the model id must be one word"),
+            ("a=1\na=2", "line 2: a is listed twice"),
+            ("=2", "line 1: the model id"),
+            ("a=-1", "line 1: the limit of a"),
+        ] {
+            let e = parse_model_concurrency(text).unwrap_err();
+            assert_eq!(e.field, "modelConcurrency");
+            assert!(e.message.starts_with(says), "{text}: {}", e.message);
+        }
+        assert_eq!(parse_max_concurrent(" ").unwrap(), None);
+        assert_eq!(parse_max_concurrent("2").unwrap(), Some(2));
+        assert!(parse_max_concurrent("0").is_err() && parse_max_concurrent("x").is_err());
     }
 
     #[test]

@@ -88,7 +88,11 @@ impl LiveConnection {
         self.disable_cooling = row.disable_cooling;
         self.limits = ConnectionLimits {
             max_concurrent: row.max_concurrent.and_then(|m| u32::try_from(m).ok()).filter(|m| *m > 0),
-            overrides: row.rate_limit_overrides.as_deref().and_then(|j| serde_json::from_str(j).ok()).unwrap_or_default(),
+            overrides: row
+                .rate_limit_overrides
+                .as_deref()
+                .and_then(|j| serde_json::from_str(j).ok())
+                .unwrap_or_default(),
         };
         self
     }

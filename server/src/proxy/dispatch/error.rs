@@ -136,7 +136,9 @@ fn all_failed(provider: &str, failures: Vec<Failure>) -> ProxyError {
         _ => format!("All {n} connection(s) of provider {provider} failed; last error: {}", last.message),
     };
     let (status, kind, code) = match (last.code, last.status) {
-        (Some(FailureCode::SemaphoreTimeout), _) => (StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", "SEMAPHORE_TIMEOUT"),
+        (Some(FailureCode::SemaphoreTimeout), _) => {
+            (StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", "SEMAPHORE_TIMEOUT")
+        }
         (Some(FailureCode::SemaphoreQueueFull), _) => {
             (StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", "SEMAPHORE_QUEUE_FULL")
         }

@@ -131,7 +131,13 @@ impl Failure {
             permits::Refused::QueueFull(_) => FailureCode::SemaphoreQueueFull,
             permits::Refused::Timeout(_) => FailureCode::SemaphoreTimeout,
         };
-        Self { connection_id: conn.id.clone(), status: Some(429), retry_after: Some(1), message: why.message(), code: Some(code) }
+        Self {
+            connection_id: conn.id.clone(),
+            status: Some(429),
+            retry_after: Some(1),
+            message: why.message(),
+            code: Some(code),
+        }
     }
 }
 
@@ -309,7 +315,11 @@ async fn serve_on(
 /// code as the reason) and its failure; the engine hears nothing.
 fn refused(state: &AppState, call: &Call<'_>, conn: &LiveConnection, why: &permits::Refused) -> Failure {
     let failure = Failure::refused(conn, why);
-    let code = if failure.code == Some(FailureCode::SemaphoreQueueFull) { "SEMAPHORE_QUEUE_FULL" } else { "SEMAPHORE_TIMEOUT" };
+    let code = if failure.code == Some(FailureCode::SemaphoreQueueFull) {
+        "SEMAPHORE_QUEUE_FULL"
+    } else {
+        "SEMAPHORE_TIMEOUT"
+    };
     tracing::warn!(request_id = call.caller.request_id, connection_id = %conn.id, reason = code, "{}", failure.message);
     state.logs.record(AttemptRecord {
         connection_id: Some(conn.id.clone()),

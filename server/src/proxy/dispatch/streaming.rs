@@ -15,7 +15,7 @@ use axum::{
 use std::sync::atomic::Ordering;
 use tokio::time::Instant;
 
-use super::{AttemptGuard, Call, Failed, Failure, NO_HEADERS, FailureCode, Tried, answer::insert_connection};
+use super::{AttemptGuard, Call, Failed, Failure, FailureCode, NO_HEADERS, Tried, answer::insert_connection};
 use crate::{
     db::now_ms,
     protocols::translate::StreamTranslator,

@@ -1,3 +1,5 @@
+#![expect(clippy::disallowed_methods, reason = "the tests play concurrent requests as tasks")]
+
 use proptest::prelude::*;
 use std::{sync::Arc, time::Duration};
 
@@ -27,9 +29,8 @@ async fn a_hard_limit_times_out_and_a_full_queue_refuses_at_once() {
     let key = GateKey::account("c1");
     let _held = Concurrency::try_acquire(&[limit(&c, key.clone(), 1, false)]).unwrap();
     let started = Instant::now();
-    let waiters: Vec<_> = (0..SEMAPHORE_QUEUE)
-        .map(|_| tokio::spawn(wait(vec![limit(&c, key.clone(), 1, false)])))
-        .collect();
+    let waiters: Vec<_> =
+        (0..SEMAPHORE_QUEUE).map(|_| tokio::spawn(wait(vec![limit(&c, key.clone(), 1, false)]))).collect();
     tokio::task::yield_now().await;
     assert_eq!(c.limit(key.clone(), 1, false).gate.counts().queued, SEMAPHORE_QUEUE);
     let refused = wait(vec![limit(&c, key.clone(), 1, false)]).await.err();
