@@ -181,6 +181,10 @@ impl Concurrency {
     /// Takes a slot at every gate of `limits` (sorted into locking order)
     /// or none; on refusal, the index of the first full gate.
     pub fn try_acquire(limits: &[Limit]) -> Result<Permit, usize> {
+        if limits.is_empty() {
+            // A connection without caps: nothing to lock.
+            return Ok(Permit::default());
+        }
         debug_assert!(limits.is_sorted_by(|a, b| a.key < b.key), "limits come in locking order");
         let mut held: Vec<_> = limits.iter().map(|l| l.gate.counts.lock()).collect();
         for (c, l) in held.iter_mut().zip(limits) {
