@@ -44,22 +44,23 @@ test('Health shows requests waiting at a connection limit while they wait', asyn
   const id = await addConnection(page, 'minimax', 'minimax-one');
   const put = await page.request.put(`/api/providers/${id}`, { data: { maxConcurrent: 1 } });
   expect(put.status()).toBe(200);
-  const rule = await page.request.post(`${FAKE}/_control/rules`, { data: { model: 'MiniMax-M2', latencyMs: 2500 } });
+  // Long enough that the page's refresh (every 5 s) must see the wait.
+  const rule = await page.request.post(`${FAKE}/_control/rules`, { data: { model: 'MiniMax-M2', latencyMs: 12_000 } });
   expect(rule.ok()).toBeTruthy();
   const key = (await (await page.request.post('/api/keys', { data: { name: `limits-${Date.now()}` } })).json()).key;
-  // Three clients of their own, each on its own connection.
-  const clients = await Promise.all([0, 1, 2].map(() => requests.newContext({ baseURL: process.env.OMNIROUTE_URL })));
+  await page.goto('/monitoring/health');
+  await hydrated(page);
+  // Two clients of their own, each on its own connection: one runs, one waits.
+  const clients = await Promise.all([0, 1].map(() => requests.newContext({ baseURL: process.env.OMNIROUTE_URL })));
   const calls = clients.map((client) =>
     client.post('/v1/chat/completions', {
       headers: { Authorization: `Bearer ${key}` },
       data: { model: 'minimax/MiniMax-M2', messages: [{ role: 'user', content: 'hi' }] },
-      timeout: 30_000,
+      timeout: 40_000,
     }),
   );
-  await page.goto('/monitoring/health');
-  await hydrated(page);
   const queue = page.locator(`[data-queue="qsconn:${id}"]`);
-  await expect(queue.locator('[data-queued]')).toHaveText('2', { timeout: 10_000 });
+  await expect(queue.locator('[data-queued]')).toHaveText('1', { timeout: 11_000 });
   await expect(queue.locator('[data-running]')).toHaveText('1 of 1');
   await expect(queue).toContainText('minimax-one (minimax)');
   for (const r of await Promise.all(calls)) {
@@ -67,5 +68,5 @@ test('Health shows requests waiting at a connection limit while they wait', asyn
   }
   await Promise.all(clients.map((c) => c.dispose()));
   // The page follows: nothing waits any more.
-  await expect(queue.locator('[data-queued]')).toHaveText('0', { timeout: 10_000 });
+  await expect(queue.locator('[data-queued]')).toHaveText('0', { timeout: 11_000 });
 });
