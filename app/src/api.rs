@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use crate::types::{
     ApiKeyList, CatalogEntry, ConnectionList, ConnectionTestResult, CreatedApiKey, FieldError, LogList,
     monitoring::{ClearCooldownsResult, CooldownList, HealthReport, ModelCooldownList},
+    rate_limits::RateLimitList,
     settings::ResilienceView,
 };
 
@@ -130,6 +131,7 @@ pub async fn set_connection_active(id: String, active: bool) -> Result<(), Serve
     ssr::backend()?.update_connection(&id, input).await.map(drop).map_err(|e| ssr::fail("/providers", e))
 }
 
+#[allow(clippy::too_many_arguments, reason = "a server function's arguments are its form's fields")]
 #[server(prefix = "/sfn", endpoint = "update_connection")]
 pub async fn edit_connection(
     id: String,
@@ -139,6 +141,7 @@ pub async fn edit_connection(
     priority: Option<String>,
     max_concurrent: Option<String>,
     model_concurrency: Option<String>,
+    protection: Option<String>,
 ) -> Result<(), ServerFnError> {
     use crate::{backend::BackendError, types};
     let fail = |e| ssr::fail("/providers", e);
@@ -162,7 +165,22 @@ pub async fn edit_connection(
         let overrides = types::RateLimitOverrides { model_concurrency: caps, ..current.unwrap_or_default() };
         input.rate_limit_overrides = Some((overrides != types::RateLimitOverrides::default()).then_some(overrides));
     }
-    backend.update_connection(&id, input).await.map(drop).map_err(fail)
+    let protection = match protection.as_deref() {
+        None => None,
+        Some(mode) => Some(types::rate_limits::parse_protection(mode).map_err(invalid)?),
+    };
+    backend.update_connection(&id, input).await.map_err(fail)?;
+    if let Some(enabled) = protection {
+        let set = types::rate_limits::SetRateLimitProtection { connection_id: id, enabled };
+        backend.set_rate_limit_protection(set).await.map_err(fail)?;
+    }
+    Ok(())
+}
+
+/// Every connection's rate-limit protection and request-queue load.
+#[server(prefix = "/sfn", endpoint = "rate_limits")]
+pub async fn get_rate_limits() -> Result<RateLimitList, ServerFnError> {
+    ssr::backend()?.rate_limits().await.map_err(|e| ssr::fail("/providers", e))
 }
 
 #[server(prefix = "/sfn", endpoint = "delete_connection")]

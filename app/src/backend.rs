@@ -11,6 +11,7 @@ use crate::types::{
         ClearCooldowns, ClearCooldownsResult, ClearModelCooldowns, CooldownList, HealthReport, ModelCooldownList,
         ResetResult,
     },
+    rate_limits::{RateLimitList, RateLimitProtectionSet, SetRateLimitProtection},
     settings::{ResilienceSettings, ResilienceView},
 };
 
@@ -76,6 +77,10 @@ pub trait Backend: Send + Sync + 'static {
     async fn update_connection(&self, id: &str, input: UpdateConnection) -> BackendResult<ConnectionView>;
     async fn delete_connection(&self, id: &str) -> BackendResult<()>;
     async fn test_connection(&self, id: &str) -> BackendResult<ConnectionTestResult>;
+    /// Every connection's rate-limit protection, like `GET /api/rate-limits`.
+    async fn rate_limits(&self) -> BackendResult<RateLimitList>;
+    /// Sets one connection's protection, like `POST /api/rate-limits`.
+    async fn set_rate_limit_protection(&self, input: SetRateLimitProtection) -> BackendResult<RateLimitProtectionSet>;
     async fn list_keys(&self) -> BackendResult<ApiKeyList>;
     async fn create_key(&self, input: CreateApiKey) -> BackendResult<CreatedApiKey>;
     async fn revoke_key(&self, id: &str) -> BackendResult<()>;

@@ -61,7 +61,7 @@ test('Health shows requests waiting at a connection limit while they wait', asyn
   );
   const queue = page.locator(`[data-queue="qsconn:${id}"]`);
   await expect(queue.locator('[data-queued]')).toHaveText('1', { timeout: 11_000 });
-  await expect(queue.locator('[data-running]')).toHaveText('1 of 1');
+  await expect(queue.locator('[data-running]')).toHaveText('1 of 1 in flight');
   await expect(queue).toContainText('minimax-one (minimax)');
   for (const r of await Promise.all(calls)) {
     expect(r.status()).toBe(200);
@@ -69,4 +69,43 @@ test('Health shows requests waiting at a connection limit while they wait', asyn
   await Promise.all(clients.map((c) => c.dispose()));
   // The page follows: nothing waits any more.
   await expect(queue.locator('[data-queued]')).toHaveText('0', { timeout: 11_000 });
+});
+
+test('Providers switches rate-limit protection; Health lists a protected connection\'s request queue', async ({
+  page,
+}) => {
+  await login(page);
+  const id = await addConnection(page, 'openrouter', 'openrouter-protected');
+  await page.goto('/providers');
+  await hydrated(page);
+  const row = page.locator(`[data-connection-id="${id}"]`);
+  // The e2e gateway runs with RATE_LIMIT_AUTO_ENABLE=true: API-key connections are protected.
+  await expect(row.getByTestId('protection')).toHaveText('on (automatic) · 0 waiting · 0 started');
+  const choose = async (mode: string) => {
+    await row.getByText('Edit', { exact: true }).click();
+    await row.getByLabel('Rate-limit protection').selectOption(mode);
+    await row.getByRole('button', { name: 'Save' }).click();
+  };
+  await choose('off');
+  await expect(row.getByTestId('protection')).toHaveText('off');
+  const stored = async () =>
+    (await (await page.request.get('/api/rate-limits')).json()).connections.find(
+      (c: { connectionId: string }) => c.connectionId === id,
+    );
+  expect((await stored()).rateLimitProtection).toBe(false);
+  await choose('on');
+  await expect(row.getByTestId('protection')).toHaveText('on · 0 waiting · 0 started');
+  expect((await stored()).rateLimitProtection).toBe(true);
+  const key = (await (await page.request.post('/api/keys', { data: { name: `queue-${Date.now()}` } })).json()).key;
+  const served = await page.request.post('/v1/chat/completions', {
+    headers: { Authorization: `Bearer ${key}` },
+    data: { model: 'openrouter/openrouter/auto', messages: [{ role: 'user', content: 'hi' }] },
+  });
+  expect(served.status(), await served.text()).toBe(200);
+  await page.goto('/monitoring/health');
+  await hydrated(page);
+  const queue = page.locator(`[data-queue="openrouter:${id}"]`);
+  await expect(queue).toHaveAttribute('data-kind', 'rate_limit', { timeout: 11_000 });
+  await expect(queue).toContainText('Request queue');
+  await expect(queue.locator('[data-running]')).toHaveText(/^0 of \d+ started$/);
 });

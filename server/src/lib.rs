@@ -76,6 +76,7 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
         sessions: SessionStore::default(),
         login_throttle: Default::default(),
         concurrency: Default::default(),
+        queues: Default::default(),
         started_at: Instant::now(),
         client_capacity: listener::Capacity::new(config.client.max_connections),
         shutdown: Default::default(),

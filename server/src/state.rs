@@ -33,6 +33,7 @@ pub struct AppState {
     pub engine: Engine,
     /// Concurrency slots per connection and model (SPEC §R4).
     pub concurrency: crate::resilience::concurrency::Concurrency,
+    pub queues: crate::resilience::request_queue::RequestQueues,
     /// Write-behind storage of the engine's breakers and connection health.
     pub resilience_store: ResilienceStore,
     /// The last `GET /api/monitoring/health` report and when it was built.

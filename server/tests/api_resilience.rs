@@ -27,7 +27,8 @@ async fn start_with_env(dir: tempfile::TempDir, pairs: &[(&str, &str)]) -> Gatew
 
 #[tokio::test]
 async fn get_returns_the_full_defaults_and_needs_auth() {
-    let gw = Gateway::start().await;
+    // Without any environment (the harness turns auto-enable off).
+    let gw = start_with_env(tempfile::tempdir().unwrap(), &[]).await;
     let resp = gw.http.get(format!("{}/api/resilience", gw.url)).send().await.unwrap();
     assert_eq!(resp.status(), 401);
     let body = gw.get_json("/api/resilience").await;
@@ -160,7 +161,7 @@ async fn env_sets_defaults_persisted_values_beat_it_and_auto_enable_env_wins() {
     // The stored document keeps autoEnable untouched, so the env keeps winning.
     assert!(!gw.state.resilience.current().request_queue.auto_enable_api_key_providers);
     let dir = gw.stop().await;
-    let gw = Gateway::start_in(dir).await;
+    let gw = start_with_env(dir, &[]).await;
     let body = gw.get_json("/api/resilience").await;
     assert_eq!(body["requestQueue"]["autoEnableApiKeyProviders"], true, "without the env the default is back");
     assert_eq!(body["requestQueue"]["maxWaitMs"], 20_000);

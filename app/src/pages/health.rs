@@ -103,33 +103,43 @@ fn Report(r: HealthReport, tick: RwSignal<u64>, reset: ServerAction<ResetBreaker
     }
 }
 
-/// Requests in flight and waiting at each connection (and model) limit.
+/// Requests in flight and waiting at each connection (and model) limit,
+/// and in each connection's request queue.
 #[component]
 fn QueueTable(queues: BTreeMap<String, QueueInfo>) -> impl IntoView {
     if queues.is_empty() {
         return view! {
             <p class="text-slate-500" data-testid="queues">
-                "No connection has a concurrency limit. "
-                <a href="/providers" class="text-indigo-700">"Set Max concurrent or per-model limits on a connection"</a>
-                " to queue the requests beyond them."
+                "Nothing is limited yet: no connection has a concurrency limit and no request queue has been used. "
+                <a href="/providers" class="text-indigo-700">"Set Max concurrent, per-model limits or rate-limit protection on a connection"</a>
+                " to pace and queue its requests."
             </p>
         }
         .into_any();
     }
     view! {
         <table class="w-full text-sm" data-testid="queues">
-            <TableHead columns=&["Connection", "Model", "In flight", "Waiting"] />
+            <TableHead columns=&["Connection", "Limit", "Model", "Running", "Waiting", "Paused"] />
             <tbody>
                 {queues
                     .into_iter()
                     .map(|(id, q)| {
                         let busy = if q.queued > 0 { "text-amber-800 font-medium" } else { "" };
+                        let (kind, running) = if q.kind == "rate_limit" {
+                            ("Request queue", format!("{} of {} started", q.running, q.limit))
+                        } else {
+                            ("Concurrency", format!("{} of {} in flight", q.running, q.limit))
+                        };
+                        let is_paused = q.paused_until.is_some();
+                        let paused = q.paused_until.map(|ms| format!("until {}", crate::format::timestamp(ms)));
                         view! {
-                            <tr class="border-b border-slate-100" data-queue=id>
+                            <tr class="border-b border-slate-100" data-queue=id data-kind=q.kind.clone()>
                                 <td class="p-2">{format!("{} ({})", q.connection, q.provider)}</td>
+                                <td class="p-2">{kind}</td>
                                 <td class="p-2">{q.model.unwrap_or_else(|| "all models".into())}</td>
-                                <td class="p-2" data-running=q.running>{format!("{} of {}", q.running, q.limit)}</td>
+                                <td class="p-2" data-running=q.running>{running}</td>
                                 <td class=format!("p-2 {busy}") data-queued=q.queued>{q.queued}</td>
+                                <td class="p-2 text-amber-800" data-paused=is_paused>{paused.unwrap_or_default()}</td>
                             </tr>
                         }
                     })

@@ -6,28 +6,69 @@ use leptos::prelude::*;
 use crate::{
     api::{
         AddConnection, DeleteConnection, EditConnection, SetConnectionActive, TestConnection, get_catalog,
-        get_connections, get_health,
+        get_connections, get_health, get_rate_limits,
     },
     components::{Layout, Loading, StatusBadge, action_error},
     types::{
-        CatalogEntry, ConnectionView, RateLimitOverrides, format_model_concurrency, monitoring::QueueInfo,
+        CatalogEntry, ConnectionView, RateLimitOverrides, format_model_concurrency,
+        monitoring::QueueInfo,
         parse_model_concurrency,
+        rate_limits::{RateLimitStatus, protection_mode},
     },
 };
 use std::{collections::BTreeMap, sync::Arc};
 
-/// The health report's queues, shared by every row.
+/// What the rows show live: the health report's queues and each
+/// connection's rate-limit protection, shared by every row.
 #[derive(Clone, Default)]
-struct Queues(Arc<BTreeMap<String, QueueInfo>>);
+struct Live {
+    queues: Arc<BTreeMap<String, QueueInfo>>,
+    protection: Arc<BTreeMap<String, RateLimitStatus>>,
+}
 
 /// A connection's concurrency: its limit, and what runs and waits there.
-fn load_text(c: &ConnectionView, queues: &Queues) -> String {
+fn load_text(c: &ConnectionView, live: &Live) -> String {
     let Some(max) = c.max_concurrent else {
         return "unlimited".to_owned();
     };
-    match queues.0.get(&format!("qsconn:{}", c.id)) {
+    match live.queues.get(&format!("qsconn:{}", c.id)) {
         Some(q) => format!("{} of {max} in flight · {} waiting", q.running, q.queued),
         None => format!("0 of {max} in flight"),
+    }
+}
+
+/// A connection's rate-limit protection (SPEC §R5): on or off, why, and
+/// what its request queue holds.
+fn protection_text(c: &ConnectionView, live: &Live) -> String {
+    let Some(p) = live.protection.get(&c.id) else {
+        return "unknown".to_owned();
+    };
+    let why = if p.rate_limit_protection.is_none() { " (automatic)" } else { "" };
+    if !p.enabled {
+        return format!("off{why}");
+    }
+    format!("on{why} · {} waiting · {} started", p.queued, p.running)
+}
+
+/// The protection choice of the edit form: automatic, on or off.
+#[component]
+fn ProtectionSelect(stored: Option<bool>) -> impl IntoView {
+    let current = protection_mode(stored);
+    let options = [
+        ("auto", "Automatic (API-key connections, as Settings → Request queue says)"),
+        ("on", "On: pace and queue this connection's requests"),
+        ("off", "Off: never queue this connection"),
+    ];
+    view! {
+        <label class="flex flex-col text-xs">
+            "Rate-limit protection"
+            <select name="protection" class=INPUT>
+                {options
+                    .into_iter()
+                    .map(|(value, label)| view! { <option value=value selected=value == current>{label}</option> })
+                    .collect_view()}
+            </select>
+        </label>
     }
 }
 
@@ -82,6 +123,7 @@ pub fn ProvidersPage() -> impl IntoView {
     let connections = Resource::new(changes, |_| get_connections());
     // In flight and waiting at each connection's limits, as of the last change.
     let health = Resource::new(changes, |_| get_health());
+    let protection = Resource::new(changes, |_| get_rate_limits());
     let actions = RowActions { edit, toggle, delete, test };
     view! {
         <Layout title="Providers">
@@ -132,9 +174,13 @@ pub fn ProvidersPage() -> impl IntoView {
             </Transition>
             <Transition fallback=Loading>
                 {move || Suspend::new(async move {
-                    let queues = Queues(Arc::new(health.await.map(|h| h.queues).unwrap_or_default()));
+                    let protection = protection.await.map(|l| l.connections).unwrap_or_default();
+                    let live = Live {
+                        queues: Arc::new(health.await.map(|h| h.queues).unwrap_or_default()),
+                        protection: Arc::new(protection.into_iter().map(|p| (p.connection_id.clone(), p)).collect()),
+                    };
                     match connections.await {
-                        Ok(list) => view! { <ConnectionTable rows=list.connections actions queues /> }.into_any(),
+                        Ok(list) => view! { <ConnectionTable rows=list.connections actions live /> }.into_any(),
                         Err(e) => view! { <p role="alert">{e.to_string()}</p> }.into_any(),
                     }
                 })}
@@ -225,7 +271,7 @@ struct RowActions {
 }
 
 #[component]
-fn ConnectionTable(rows: Vec<ConnectionView>, actions: RowActions, queues: Queues) -> impl IntoView {
+fn ConnectionTable(rows: Vec<ConnectionView>, actions: RowActions, live: Live) -> impl IntoView {
     if rows.is_empty() {
         return view! { <p class="text-slate-500">"No connections yet. Add one above."</p> }.into_any();
     }
@@ -239,12 +285,13 @@ fn ConnectionTable(rows: Vec<ConnectionView>, actions: RowActions, queues: Queue
                     <th class="p-2">"Priority"</th>
                     <th class="p-2">"Status"</th>
                     <th class="p-2">"Concurrency"</th>
+                    <th class="p-2">"Rate-limit protection"</th>
                     <th class="p-2">"Last test"</th>
                     <th class="p-2">"Actions"</th>
                 </tr>
             </thead>
             <tbody>
-                {rows.into_iter().map(|c| view! { <ConnectionRow c actions queues=queues.clone() /> }).collect_view()}
+                {rows.into_iter().map(|c| view! { <ConnectionRow c actions live=live.clone() /> }).collect_view()}
             </tbody>
         </table>
     }
@@ -252,8 +299,9 @@ fn ConnectionTable(rows: Vec<ConnectionView>, actions: RowActions, queues: Queue
 }
 
 #[component]
-fn ConnectionRow(c: ConnectionView, actions: RowActions, queues: Queues) -> impl IntoView {
-    let load = load_text(&c, &queues);
+fn ConnectionRow(c: ConnectionView, actions: RowActions, live: Live) -> impl IntoView {
+    let load = load_text(&c, &live);
+    let protection = protection_text(&c, &live);
     let last_test = match (&c.test_status, &c.last_error) {
         (Some(s), Some(e)) => format!("{s}: {e}"),
         (Some(s), None) => s.clone(),
@@ -272,6 +320,7 @@ fn ConnectionRow(c: ConnectionView, actions: RowActions, queues: Queues) -> impl
                 <StatusBadge status=c.status />
             </td>
             <td class="p-2 text-xs" data-testid="load">{load}</td>
+            <td class="p-2 text-xs" data-testid="protection">{protection}</td>
             <td class="p-2 text-xs" data-testid="last-test">{last_test}</td>
             <td class="p-2 flex flex-wrap gap-1">
                 <ActionForm action=actions.test>
@@ -296,6 +345,7 @@ fn ConnectionRow(c: ConnectionView, actions: RowActions, queues: Queues) -> impl
                         <input name="base_url" value=c.base_url.clone().unwrap_or_default() placeholder="base URL" class=INPUT aria-label="Base URL" />
                         <input name="priority" type="number" min="0" value=c.priority.to_string() class=INPUT aria-label="Priority" />
                         <LimitInputs max=c.max_concurrent overrides=c.rate_limit_overrides.clone() />
+                        <ProtectionSelect stored=c.rate_limit_protection />
                         <button type="submit" class=BUTTON>"Save"</button>
                     </ActionForm>
                 </details>

@@ -30,7 +30,7 @@ pub struct HealthReport {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct QueueInfo {
-    /// `concurrency` (§R4).
+    /// `concurrency` (a §R4 limit) or `rate_limit` (a §R5 request queue).
     pub kind: String,
     pub provider: String,
     pub connection_id: String,
@@ -40,9 +40,10 @@ pub struct QueueInfo {
     pub model: Option<String>,
     /// Requests waiting.
     pub queued: u32,
-    /// Requests in flight holding a slot.
+    /// Requests holding a slot: in flight (concurrency), or started and
+    /// not yet answered (request queue).
     pub running: u32,
-    /// The cap.
+    /// The cap (`maxConcurrent`, a model cap, or `concurrentRequests`).
     pub limit: u32,
     /// Epoch ms until which the queue is paused, when it is.
     pub paused_until: Option<i64>,

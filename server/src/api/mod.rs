@@ -35,6 +35,7 @@ pub fn router(state: &Arc<AppState>) -> Router<Arc<AppState>> {
         .route("/api/logs", get(logs::list))
         .route("/api/resilience", get(resilience::get).patch(resilience::patch))
         .route("/api/resilience/env", get(resilience::env))
+        .route("/api/rate-limits", get(resilience::rate_limits).post(resilience::set_rate_limit))
         .route("/api/resilience/reset", post(monitoring::reset))
         .route(
             "/api/resilience/model-cooldowns",

@@ -2,13 +2,19 @@
 //! The body of GET is exactly what PATCH accepts, so a script can read,
 //! edit and send it back.
 
-use app::types::settings::{EnvSource, ResilienceSettings};
+use app::types::{
+    rate_limits::{RateLimitList, RateLimitProtectionSet, SetRateLimitProtection},
+    settings::{EnvSource, ResilienceSettings},
+};
 use axum::{Json, extract::State};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
 use super::{error::ApiError, json::StrictJson};
-use crate::{services::resilience, state::AppState};
+use crate::{
+    services::{rate_limits, resilience},
+    state::AppState,
+};
 
 pub async fn get(State(state): State<Arc<AppState>>) -> Json<ResilienceSettings> {
     Json(state.resilience.current().as_ref().clone())
@@ -27,4 +33,18 @@ pub async fn patch(
 pub async fn env(State(state): State<Arc<AppState>>) -> Json<Value> {
     let sources: &[EnvSource] = state.resilience.env();
     Json(json!({ "sources": sources }))
+}
+
+/// `GET /api/rate-limits`: each connection's protection switch and queue.
+pub async fn rate_limits(State(state): State<Arc<AppState>>) -> Result<Json<RateLimitList>, ApiError> {
+    Ok(Json(rate_limits::list(&state).await?))
+}
+
+/// `POST /api/rate-limits {connectionId, enabled}` — the only way to
+/// change a connection's protection (`PUT /api/providers/{id}` cannot).
+pub async fn set_rate_limit(
+    State(state): State<Arc<AppState>>,
+    StrictJson(body): StrictJson<SetRateLimitProtection>,
+) -> Result<Json<RateLimitProtectionSet>, ApiError> {
+    Ok(Json(rate_limits::set(&state, body).await?))
 }

@@ -11,6 +11,7 @@ pub mod egress;
 pub mod engine;
 pub mod lockout;
 pub mod provider_cooldown;
+pub mod request_queue;
 pub mod restate;
 pub mod retry_hints;
 pub mod rules;

@@ -73,14 +73,10 @@ fn until(at_ms: i64, now_ms: i64) -> u64 {
 /// `retry_after_ms` / `retryAfterMs` at the top level or under `error`.
 fn json_hint(text: &str, now_ms: i64) -> Option<u64> {
     let body: Value = serde_json::from_str(text.trim()).ok()?;
-    let error = body.get("error").unwrap_or(&body);
-    let details = error.get("details").and_then(Value::as_array).into_iter().flatten();
-    let retry_info = details
-        .filter(|d| d.get("@type").and_then(Value::as_str).is_some_and(|t| t.contains("RetryInfo")))
-        .find_map(|d| d.get("retryDelay")?.as_str().and_then(duration_ms));
-    if let Some(ms) = retry_info {
-        return Some(cap(ms, DAY_MS));
+    if let Some(ms) = retry_info(&body) {
+        return Some(ms);
     }
+    let error = body.get("error").unwrap_or(&body);
     for scope in [error, &body] {
         if let Some(at) =
             scope.get("retryAfter").and_then(Value::as_str).and_then(|s| DateTime::parse_from_rfc3339(s).ok())
@@ -94,6 +90,21 @@ fn json_hint(text: &str, now_ms: i64) -> Option<u64> {
         }
     }
     None
+}
+
+/// A typed Google `RetryInfo.retryDelay` in the error body, in ms (capped
+/// at 24 h) — the one body hint precise enough to lock a model on (§R5).
+pub fn google_retry_info(text: &str) -> Option<u64> {
+    retry_info(&serde_json::from_str(text.trim()).ok()?)
+}
+
+fn retry_info(body: &Value) -> Option<u64> {
+    let error = body.get("error").unwrap_or(body);
+    let details = error.get("details").and_then(Value::as_array).into_iter().flatten();
+    details
+        .filter(|d| d.get("@type").and_then(Value::as_str).is_some_and(|t| t.contains("RetryInfo")))
+        .find_map(|d| d.get("retryDelay")?.as_str().and_then(duration_ms))
+        .map(|ms| cap(ms, DAY_MS))
 }
 
 /// Phrases of free error text, in the reference order.
@@ -140,7 +151,8 @@ fn duration_prefix_ms(s: &str) -> Option<u64> {
 }
 
 /// A whole duration string: number–unit pairs (`d`, `h`, `m`, `s`, `ms`).
-fn duration_ms(s: &str) -> Option<u64> {
+/// A Go-style duration (`"38s"`, `"6m0s"`, `"1h2m3.5s"`, `"20ms"`) in ms.
+pub fn duration_ms(s: &str) -> Option<u64> {
     let mut total = 0.0_f64;
     let mut rest = s.trim();
     if rest.is_empty() {

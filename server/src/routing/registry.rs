@@ -54,6 +54,11 @@ pub struct ConnectionLimits {
     pub max_concurrent: Option<u32>,
     /// `rateLimitOverrides` (model caps, queue rate and waits).
     pub overrides: RateLimitOverrides,
+    /// `rate_limit_protection`: `Some` forces the request queue on or off
+    /// (SPEC §R5); `None` follows auto-enable.
+    pub protection: Option<bool>,
+    /// An API-key connection (auto-enable protects those).
+    pub api_key_auth: bool,
 }
 
 impl LiveConnection {
@@ -93,6 +98,8 @@ impl LiveConnection {
                 .as_deref()
                 .and_then(|j| serde_json::from_str(j).ok())
                 .unwrap_or_default(),
+            protection: row.rate_limit_protection,
+            api_key_auth: row.auth_type == "apikey",
         };
         self
     }

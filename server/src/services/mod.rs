@@ -7,6 +7,7 @@ pub mod connections;
 pub mod keys;
 pub mod logs;
 pub mod monitoring;
+pub mod rate_limits;
 pub mod resilience;
 pub mod sign_in;
 

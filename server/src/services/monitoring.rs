@@ -15,7 +15,7 @@ use super::ServiceError;
 use crate::{
     db::connections,
     resilience::{breaker::BreakerState, engine::BreakerView, lockout::Lock},
-    routing::registry::Snapshot,
+    routing::registry::{LiveConnection, Snapshot},
     state::AppState,
     upstream::catalog,
 };
@@ -127,28 +127,46 @@ async fn build_health(state: &AppState) -> HealthReport {
     }
 }
 
-/// The concurrency gates of the connections that exist, by identity.
+/// The concurrency gates (`qsconn:…`) and request queues
+/// (`provider:connection[:model]`) of the connections that exist, by identity.
 fn queues(state: &AppState, snapshot: &Snapshot) -> BTreeMap<String, QueueInfo> {
-    state
-        .concurrency
-        .snapshot()
-        .into_iter()
-        .filter_map(|(key, counts)| {
-            let conn = snapshot.connection(&key.connection_id)?;
-            let info = QueueInfo {
-                kind: "concurrency".to_owned(),
-                provider: conn.provider.id.to_owned(),
-                connection_id: conn.id.clone(),
-                connection: conn.name.clone(),
-                model: key.model.as_deref().map(str::to_owned),
-                queued: counts.queued,
-                running: counts.running,
-                limit: counts.limit,
-                paused_until: None,
-            };
-            Some((key.to_string(), info))
-        })
-        .collect()
+    let info = |kind: &str, conn: &LiveConnection, model: Option<&str>| QueueInfo {
+        kind: kind.to_owned(),
+        provider: conn.provider.id.to_owned(),
+        connection_id: conn.id.clone(),
+        connection: conn.name.clone(),
+        model: model.map(str::to_owned),
+        queued: 0,
+        running: 0,
+        limit: 0,
+        paused_until: None,
+    };
+    let gates = state.concurrency.snapshot().into_iter().filter_map(|(key, counts)| {
+        let conn = snapshot.connection(&key.connection_id)?;
+        let queue = QueueInfo {
+            queued: counts.queued,
+            running: counts.running,
+            limit: counts.limit,
+            ..info("concurrency", conn, key.model.as_deref())
+        };
+        Some((key.to_string(), queue))
+    });
+    let (now, now_ms) = (tokio::time::Instant::now(), state.engine.now());
+    let rate_limits = state.queues.snapshot().into_iter().filter_map(|(queue, counts)| {
+        let conn = snapshot.connection(&queue.connection_id)?;
+        let paused_until = counts.paused_until.map(|at| {
+            now_ms.saturating_add(i64::try_from(at.saturating_duration_since(now).as_millis()).unwrap_or(i64::MAX))
+        });
+        let info = QueueInfo {
+            queued: counts.queued,
+            running: counts.running,
+            limit: counts.limit,
+            paused_until,
+            ..info("rate_limit", conn, queue.model.as_deref())
+        };
+        Some((queue.id.clone(), info))
+    });
+    gates.chain(rate_limits).collect()
 }
 
 /// Resets breakers (one provider or all) and their model lockouts.

@@ -9,6 +9,7 @@ use app::{
             ClearCooldowns, ClearCooldownsResult, ClearModelCooldowns, CooldownList, HealthReport, ModelCooldownList,
             ResetResult,
         },
+        rate_limits::{RateLimitList, RateLimitProtectionSet, SetRateLimitProtection},
         settings::{ResilienceSettings, ResilienceView},
     },
 };
@@ -84,6 +85,14 @@ impl Backend for WebBackend {
 
     async fn update_connection(&self, id: &str, input: UpdateConnection) -> BackendResult<ConnectionView> {
         services::connections::update(&self.state, id, input).await.map_err(err)
+    }
+
+    async fn rate_limits(&self) -> BackendResult<RateLimitList> {
+        services::rate_limits::list(&self.state).await.map_err(err)
+    }
+
+    async fn set_rate_limit_protection(&self, input: SetRateLimitProtection) -> BackendResult<RateLimitProtectionSet> {
+        services::rate_limits::set(&self.state, input).await.map_err(err)
     }
 
     async fn delete_connection(&self, id: &str) -> BackendResult<()> {

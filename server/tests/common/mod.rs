@@ -4,6 +4,7 @@
 
 pub mod clients;
 
+use app::types::settings::read_env;
 use fake_upstream::FakeUpstream;
 use serde_json::{Value, json};
 use server::{
@@ -75,6 +76,10 @@ impl Gateway {
         bind: &str,
     ) -> Self {
         let mut config = Config::for_data_dir(dir.path().to_path_buf());
+        // Like the bench, tests run with the request queue's safety net
+        // off (`RATE_LIMIT_AUTO_ENABLE=false`), so a test's burst is not
+        // paced at 60 a minute; the queue's own tests turn it on.
+        config.resilience_env = read_env(|k| (k == "RATE_LIMIT_AUTO_ENABLE").then(|| "false".to_owned())).unwrap();
         adjust(&mut config);
         config.management_key = Some(MGMT_KEY.into());
         config.initial_password = Some(ADMIN_PASSWORD.into());

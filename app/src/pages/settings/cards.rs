@@ -46,10 +46,8 @@ pub static RESILIENCE_CARDS: [Card; 12] = [
     Card {
         id: "request-queue",
         title: "Request queue",
-        explain: "Scope: each provider connection's local queue. Trigger: more requests than its rate or concurrency allows. Effect: requests wait in line up to the queue wait, then fail with RATE_LIMIT_QUEUE_TIMEOUT; a full queue (max depth, 0 = unbounded) refuses at once with RATE_LIMIT_QUEUE_FULL.",
-        not_yet: Some(
-            "Not enforced yet: the request queue is saved and validated, but requests are not queued or rate-limited by it.",
-        ),
+        explain: "Scope: each protected connection (per model for providers with per-model quotas, such as Gemini); a connection is protected when its Rate-limit protection (Providers) is On, or Automatic while \"protect every API-key connection\" is on and it uses an API key. Trigger: a request to it. Effect: requests start at most the requests per minute, at least the min time apart, and at most the concurrent number at once until their answer (a stream's first event); the upstream's x-ratelimit-remaining/-reset-requests headers and a 429 that says how long to wait (within the queue wait) hold it back further. A request that cannot start within the max queue wait fails with 503 RATE_LIMIT_QUEUE_TIMEOUT; one that finds max depth already waiting (0 = unbounded) with 429 RATE_LIMIT_QUEUE_FULL before any upstream call; an answer slower than the max execution time (never less than the fetch timeout) with 504 RATE_LIMIT_EXECUTION_TIMEOUT. None of these cools a connection or trips a breaker. A connection's own rate-limit overrides win over these values.",
+        not_yet: None,
         page: RESILIENCE,
         fields: &[
             f("requestQueue.autoEnableApiKeyProviders", "Protect every API-key connection automatically", Bool),
@@ -283,7 +281,7 @@ mod tests {
     fn the_cards_the_engine_does_not_act_on_yet_say_so() {
         let mut pending: Vec<&str> = all_cards().filter(|c| c.not_yet.is_some()).map(|c| c.id).collect();
         pending.sort_unstable();
-        assert_eq!(pending, ["combo-cooldown-wait", "request-queue", "session-affinity"]);
+        assert_eq!(pending, ["combo-cooldown-wait", "session-affinity"]);
         assert!(all_cards().filter_map(|c| c.not_yet).all(|n| n.starts_with("Not enforced yet")));
     }
 

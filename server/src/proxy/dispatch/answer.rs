@@ -8,7 +8,9 @@ use axum::{
 };
 use bytes::Bytes;
 
-use super::{AttemptGuard, Call, Tried, transport_failure};
+use tokio::time::Instant;
+
+use super::{AttemptGuard, Call, Tried, execution_bound, execution_timeout, transport_failure};
 use crate::{
     db::now_ms,
     protocols::translate,
@@ -23,9 +25,11 @@ use crate::{
 pub(super) async fn json(state: &AppState, call: &Call<'_>, mut guard: AttemptGuard, resp: UpstreamResponse) -> Tried {
     let upstream = guard.conn.provider.protocol;
     let client = call.caller.client;
-    let body = match tokio::time::timeout(state.config.fetch_timeout, resp.bytes()).await {
+    let (until, execution_ends) = execution_bound(&guard, Instant::now() + state.config.fetch_timeout);
+    let body = match tokio::time::timeout_at(until, resp.bytes()).await {
         Ok(Ok(body)) => body,
         Ok(Err(e)) => return Tried::Failed(transport_failure(&mut guard, &e, None)),
+        Err(_) if execution_ends => return Tried::Failed(execution_timeout(&mut guard)),
         Err(_) => {
             let e = TransportError::Timeout(state.config.fetch_timeout);
             return Tried::Failed(transport_failure(&mut guard, &e, None));

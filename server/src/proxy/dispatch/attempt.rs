@@ -11,7 +11,10 @@ use http::HeaderMap;
 use std::sync::Arc;
 use tokio::time::Instant;
 
-use super::Call;
+use super::{
+    Call,
+    slots::{Executing, Slots},
+};
 use crate::{
     protocols::ir,
     proxy::{
@@ -21,7 +24,6 @@ use crate::{
     request_log::AttemptRecord,
     resilience::{
         breaker::BreakerConfig,
-        concurrency::Permit,
         engine::{AttemptFailure, Outcome, Probe},
     },
     routing::registry::LiveConnection,
@@ -51,8 +53,10 @@ pub struct AttemptGuard {
     started: Instant,
     /// `Some` until the attempt finished.
     record: Option<AttemptRecord>,
-    /// Its concurrency slots (SPEC §R4), given back when it finishes.
-    permit: Option<Permit>,
+    /// Its concurrency permit and request-queue start (SPEC §R4, §R5),
+    /// given back when it finishes (the queue start already when the
+    /// answer is had: a stream's commit).
+    slots: Slots,
 }
 
 impl AttemptGuard {
@@ -62,7 +66,7 @@ impl AttemptGuard {
         conn: &Arc<LiveConnection>,
         cfg: &BreakerConfig,
         probe: Option<Probe>,
-        permit: Permit,
+        slots: Slots,
     ) -> Self {
         let record = AttemptRecord { connection_id: Some(conn.id.clone()), ..super::log_row(call.caller, call.target) };
         Self {
@@ -73,8 +77,23 @@ impl AttemptGuard {
             probe,
             started: Instant::now(),
             record: Some(record),
-            permit: Some(permit),
+            slots,
         }
+    }
+
+    /// Its request-queue start, while the request executes.
+    pub fn executing(&self) -> Option<&Executing> {
+        self.slots.queue.as_ref()
+    }
+
+    /// The answer is had (a stream committed): the request queue may start
+    /// the next request; the concurrency permit stays to the last byte.
+    pub fn executed(&mut self) {
+        self.slots.queue = None;
+    }
+
+    fn release(&mut self) {
+        self.slots = Slots::default();
     }
 
     pub fn started(&self) -> Instant {
@@ -88,7 +107,7 @@ impl AttemptGuard {
 
     /// The attempt served the client: the engine counts a success.
     pub fn served(&mut self, status: u16) {
-        self.permit = None;
+        self.release();
         let Some(mut r) = self.record.take() else { return };
         let (provider, conn) = (self.conn.provider.id, &self.conn.id);
         self.state.engine.on_success(provider, conn, &self.model, &self.cfg, self.probe.take());
@@ -135,7 +154,7 @@ impl AttemptGuard {
     /// [`Self::classify`], the engine hears nothing of it (an early end of
     /// stream retried on the same connection).
     pub fn log_failure(&mut self, status: Option<u16>, kind: &'static str, message: &str) {
-        self.permit = None;
+        self.release();
         let Some(mut r) = self.record.take() else { return };
         r.status = status.map_or(r.status, i32::from);
         r.latency_ms = self.elapsed_ms();
@@ -191,7 +210,7 @@ impl AttemptGuard {
     /// nothing (the probe slot is given back); the row keeps the status
     /// the client saw.
     fn ended_without_verdict(&mut self, end: &StreamEnd) {
-        self.permit = None;
+        self.release();
         let Some(mut r) = self.record.take() else { return };
         r.latency_ms = self.elapsed_ms();
         r.error_kind = end.kind().map(str::to_owned);

@@ -19,7 +19,7 @@ use serde_json::json;
 use std::sync::Arc;
 
 use super::{
-    Failure, FailureCode, Unserved,
+    Failure, Unserved,
     gates::{Skip, SkipReason},
     plan::{Plan, Planned},
 };
@@ -136,16 +136,7 @@ fn all_failed(provider: &str, failures: Vec<Failure>) -> ProxyError {
         _ => format!("All {n} connection(s) of provider {provider} failed; last error: {}", last.message),
     };
     let (status, kind, code) = match (last.code, last.status) {
-        (Some(FailureCode::SemaphoreTimeout), _) => {
-            (StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", "SEMAPHORE_TIMEOUT")
-        }
-        (Some(FailureCode::SemaphoreQueueFull), _) => {
-            (StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", "SEMAPHORE_QUEUE_FULL")
-        }
-        (Some(FailureCode::EarlyEof), _) => (StatusCode::BAD_GATEWAY, "stream_early_eof", "STREAM_EARLY_EOF"),
-        (Some(FailureCode::ReadinessTimeout), _) => {
-            (StatusCode::GATEWAY_TIMEOUT, "server_error", "STREAM_READINESS_TIMEOUT")
-        }
+        (Some(c), _) => c.answer(),
         (None, Some(429)) => (StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", "rate_limited"),
         (None, Some(401)) => (StatusCode::UNAUTHORIZED, "authentication_error", "upstream_auth_error"),
         (None, Some(403)) => (StatusCode::FORBIDDEN, "permission_error", "upstream_forbidden"),
@@ -285,6 +276,7 @@ fn nothing_executable(combo: &Combo, skipped: &[Skipped]) -> ProxyError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::proxy::dispatch::FailureCode;
 
     fn failure(status: Option<u16>, id: &str, code: Option<FailureCode>) -> Failure {
         Failure { connection_id: id.into(), status, retry_after: Some(7), message: "boom".into(), code }

@@ -25,6 +25,8 @@ pub mod error;
 mod gates;
 mod permits;
 pub mod plan;
+pub mod queue;
+mod slots;
 mod streaming;
 
 use app::types::{Protocol, settings::ResilienceSettings};
@@ -36,6 +38,7 @@ use self::{
     attempt::{AttemptGuard, Failed},
     error::{DispatchError, Trail},
     plan::Plan,
+    slots::{Slots, Taken},
 };
 use super::{
     cooldown_wait::{AbandonedWait, CooldownWaits},
@@ -49,7 +52,6 @@ use crate::{
     resilience::{
         breaker::BreakerConfig,
         classify::Verdict,
-        concurrency::{Concurrency, Permit},
         engine::{Exclusion, Probe},
     },
     routing::{
@@ -115,28 +117,40 @@ pub enum FailureCode {
     SemaphoreTimeout,
     /// `429 SEMAPHORE_QUEUE_FULL`: too many already wait for a slot (§R4).
     SemaphoreQueueFull,
+    /// `429 RATE_LIMIT_QUEUE_FULL`: the request queue is at `maxQueueDepth` (§R5).
+    QueueFull,
+    /// `503 RATE_LIMIT_QUEUE_TIMEOUT`: not started within `maxWaitMs` (§R5).
+    QueueTimeout,
+    /// `503 RATE_LIMIT_QUEUE_WEDGED`: the request queue stopped moving (§R5).
+    QueueWedged,
+    /// `504 RATE_LIMIT_EXECUTION_TIMEOUT`: the answer took longer than
+    /// `executionMaxWaitMs` (§R5).
+    ExecutionTimeout,
 }
 
 impl FailureCode {
-    /// Whether the gateway refused the attempt itself, before any upstream call.
+    /// Whether the gateway failed the attempt itself: the engine never
+    /// hears of it (no breaker, cooldown or lockout).
     pub fn is_local(self) -> bool {
-        matches!(self, Self::SemaphoreTimeout | Self::SemaphoreQueueFull)
+        !matches!(self, Self::EarlyEof | Self::ReadinessTimeout)
     }
-}
 
-impl Failure {
-    /// The gateway gave the attempt no concurrency slot.
-    fn refused(conn: &LiveConnection, why: &permits::Refused) -> Self {
-        let code = match why {
-            permits::Refused::QueueFull(_) => FailureCode::SemaphoreQueueFull,
-            permits::Refused::Timeout(_) => FailureCode::SemaphoreTimeout,
-        };
-        Self {
-            connection_id: conn.id.clone(),
-            status: Some(429),
-            retry_after: Some(1),
-            message: why.message(),
-            code: Some(code),
+    pub fn as_str(self) -> &'static str {
+        self.answer().2
+    }
+
+    /// The client's answer: HTTP status, error type, code.
+    pub fn answer(self) -> (http::StatusCode, &'static str, &'static str) {
+        use http::StatusCode as S;
+        match self {
+            Self::EarlyEof => (S::BAD_GATEWAY, "stream_early_eof", "STREAM_EARLY_EOF"),
+            Self::ReadinessTimeout => (S::GATEWAY_TIMEOUT, "server_error", "STREAM_READINESS_TIMEOUT"),
+            Self::SemaphoreTimeout => (S::TOO_MANY_REQUESTS, "rate_limit_error", "SEMAPHORE_TIMEOUT"),
+            Self::SemaphoreQueueFull => (S::TOO_MANY_REQUESTS, "rate_limit_error", "SEMAPHORE_QUEUE_FULL"),
+            Self::QueueFull => (S::TOO_MANY_REQUESTS, "rate_limit_error", "RATE_LIMIT_QUEUE_FULL"),
+            Self::QueueTimeout => (S::SERVICE_UNAVAILABLE, "rate_limit_error", "RATE_LIMIT_QUEUE_TIMEOUT"),
+            Self::QueueWedged => (S::SERVICE_UNAVAILABLE, "server_error", "RATE_LIMIT_QUEUE_WEDGED"),
+            Self::ExecutionTimeout => (S::GATEWAY_TIMEOUT, "server_error", "RATE_LIMIT_EXECUTION_TIMEOUT"),
         }
     }
 }
@@ -179,6 +193,10 @@ pub async fn run(
                     continue;
                 }
             };
+            if let Some(failures) = slots::all_queues_full(state, caller, target, &run.candidates) {
+                trail.unserved(planned, provider.id, Unserved { failures, excluded: Vec::new() });
+                continue;
+            }
             let body = body_for(provider.protocol, &target.model).map_err(DispatchError::Request)?;
             let call = Call { caller, target, body };
             match try_connections(state, &call, &mut run).await {
@@ -238,8 +256,9 @@ impl Unserved {
 }
 
 /// Tries each usable connection of the target, in order. A connection at
-/// its concurrency limit (SPEC §R4) is passed over for the next; when
-/// every usable one is, the request waits for a slot on the first.
+/// a limit — its request queue (SPEC §R5) or its concurrency (§R4) — is
+/// passed over for the next; when every usable one is, the request waits
+/// on the first.
 pub async fn try_connections(
     state: &Arc<AppState>,
     call: &Call<'_>,
@@ -248,87 +267,64 @@ pub async fn try_connections(
     let provider = call.target.provider;
     let mut failures = Vec::new();
     let mut excluded = Vec::new();
-    let mut saturated = None;
+    let mut busy = None;
     for conn in std::mem::take(&mut t.candidates) {
         if let Some(why) = state.engine.exclusion(provider.id, &conn.id, &call.target.model) {
             excluded.push(why);
             continue;
         }
-        let limits = permits::limits(&state.concurrency, conn, &call.target.model, t.requester);
-        match Concurrency::try_acquire(&limits) {
-            Ok(permit) => {
-                if let Some(response) = serve_on(state, call, t, conn, permit, &mut failures).await {
+        match slots::try_take(state, call, conn, t.requester) {
+            Taken::Slots(slots) => {
+                if let Some(response) = serve_on(state, call, t, conn, slots, &mut failures).await {
                     return Ok(response);
                 }
             }
-            Err(_) => {
-                saturated.get_or_insert((conn, limits));
+            Taken::Busy => {
+                busy.get_or_insert(conn);
             }
+            Taken::Refused(failure) => failures.push(failure),
         }
     }
-    if let Some((conn, limits)) = saturated {
-        match permits::wait(limits).await {
-            Ok(permit) => {
-                if let Some(response) = serve_on(state, call, t, conn, permit, &mut failures).await {
+    if let Some(conn) = busy {
+        match slots::wait(state, call, conn, t.requester).await {
+            Ok(slots) => {
+                if let Some(response) = serve_on(state, call, t, conn, slots, &mut failures).await {
                     return Ok(response);
                 }
             }
-            Err(why) => failures.push(refused(state, call, conn, &why)),
+            Err(failure) => failures.push(failure),
         }
     }
     Err(Unserved { failures, excluded })
 }
 
-/// Attempts on one connection holding `permit`; a stream that ended
-/// before its first event gets one more try, with a fresh slot.
+/// Attempts on one connection holding `slots`; a stream that ended
+/// before its first event gets one more try, with fresh slots.
 async fn serve_on(
     state: &Arc<AppState>,
     call: &Call<'_>,
     t: &mut TargetRun<'_>,
     conn: &Arc<LiveConnection>,
-    permit: Permit,
+    slots: Slots,
     failures: &mut Vec<Failure>,
 ) -> Option<Response> {
-    let guard = AttemptGuard::start(state, call, conn, &t.cfg, t.probe.take(), permit);
+    let guard = AttemptGuard::start(state, call, conn, &t.cfg, t.probe.take(), slots);
     let failure = match attempt(state, call, guard).await {
         Tried::Answer(response) => return Some(response),
         Tried::Failed(f) => f,
-        Tried::EarlyEof(_) => {
-            let limits = permits::limits(&state.concurrency, conn, &call.target.model, t.requester);
-            match permits::wait(limits).await {
-                Err(why) => refused(state, call, conn, &why),
-                Ok(permit) => {
-                    let guard = AttemptGuard::start(state, call, conn, &t.cfg, t.probe.take(), permit);
-                    match attempt(state, call, guard).await {
-                        Tried::Answer(response) => return Some(response),
-                        Tried::Failed(f) | Tried::EarlyEof(f) => f,
-                    }
+        Tried::EarlyEof(_) => match slots::wait(state, call, conn, t.requester).await {
+            Err(refused) => refused,
+            Ok(slots) => {
+                let guard = AttemptGuard::start(state, call, conn, &t.cfg, t.probe.take(), slots);
+                match attempt(state, call, guard).await {
+                    Tried::Answer(response) => return Some(response),
+                    Tried::Failed(f) | Tried::EarlyEof(f) => f,
                 }
             }
-        }
+        },
     };
     failures.push(failure);
     None
-}
-
-/// A request the gateway gave no concurrency slot: its log row (429, the
-/// code as the reason) and its failure; the engine hears nothing.
-fn refused(state: &AppState, call: &Call<'_>, conn: &LiveConnection, why: &permits::Refused) -> Failure {
-    let failure = Failure::refused(conn, why);
-    let code = if failure.code == Some(FailureCode::SemaphoreQueueFull) {
-        "SEMAPHORE_QUEUE_FULL"
-    } else {
-        "SEMAPHORE_TIMEOUT"
-    };
-    tracing::warn!(request_id = call.caller.request_id, connection_id = %conn.id, reason = code, "{}", failure.message);
-    state.logs.record(AttemptRecord {
-        connection_id: Some(conn.id.clone()),
-        status: 429,
-        error_kind: Some(code.to_owned()),
-        error_message: Some(failure.message.clone()),
-        ..log_row(call.caller, call.target)
-    });
-    failure
 }
 
 /// One attempt on one connection, to its answer or its failure.
@@ -342,11 +338,17 @@ async fn attempt(state: &Arc<AppState>, call: &Call<'_>, mut guard: AttemptGuard
     let extra = if upstream == call.caller.client { call.caller.passthrough_headers } else { &*NO_HEADERS };
     let path = translate::upstream_path(upstream, &call.target.model, stream);
     let post = state.upstream.post(&conn.endpoint, &path, call.body.clone(), stream, extra);
-    let sent = match tokio::time::timeout_at(deadline, post).await {
+    let (until, execution_ends) = execution_bound(&guard, deadline);
+    let sent = match tokio::time::timeout_at(until, post).await {
         Ok(sent) => sent,
-        Err(_) => {
+        Err(_) if execution_ends => return Tried::Failed(execution_timeout(&mut guard)),
+        Err(_) if stream => {
             let e = TransportError::Timeout(state.config.stream_readiness_timeout);
             return Tried::Failed(transport_failure(&mut guard, &e, Some(FailureCode::ReadinessTimeout)));
+        }
+        Err(_) => {
+            let e = TransportError::Timeout(state.config.fetch_timeout);
+            return Tried::Failed(transport_failure(&mut guard, &e, None));
         }
     };
     let resp = match sent {
@@ -354,14 +356,36 @@ async fn attempt(state: &Arc<AppState>, call: &Call<'_>, mut guard: AttemptGuard
         Err(e) => return Tried::Failed(transport_failure(&mut guard, &e, None)),
     };
     record_egress(state, &mut guard, &resp);
+    queue::follow(&guard, resp.headers());
     if !resp.status().is_success() {
-        return error_status(call, guard, resp, deadline).await;
+        return error_status(state, call, guard, resp, deadline).await;
     }
     if stream {
         streaming::open(state, call, guard, resp, deadline).await
     } else {
         answer::json(state, call, guard, resp).await
     }
+}
+
+/// The earlier of `deadline` and the end of the request's execution limit
+/// (SPEC §R5), and whether it is the execution limit.
+fn execution_bound(guard: &AttemptGuard, deadline: tokio::time::Instant) -> (tokio::time::Instant, bool) {
+    match guard.executing() {
+        Some(e) if e.deadline <= deadline => (e.deadline, true),
+        _ => (deadline, false),
+    }
+}
+
+/// The answer took longer than `executionMaxWaitMs`: the gateway's own
+/// failure (a row, no engine report); the next connection may serve.
+fn execution_timeout(guard: &mut AttemptGuard) -> Failure {
+    let message = match guard.executing() {
+        Some(e) => queue::execution_message(e.slot.queue(), e.limit),
+        None => "the request exceeded its execution limit".to_owned(),
+    };
+    let code = FailureCode::ExecutionTimeout;
+    guard.log_failure(Some(504), code.as_str(), &message);
+    Failure { connection_id: guard.conn.id.clone(), status: Some(504), retry_after: None, message, code: Some(code) }
 }
 
 /// Remembers where the attempt left from (the log row, and the egress map
@@ -380,6 +404,7 @@ fn record_egress(state: &AppState, guard: &mut AttemptGuard, resp: &UpstreamResp
 /// An upstream error status: its body (bounded in size and time) is
 /// classified; the request fails over unless it is itself at fault.
 async fn error_status(
+    state: &AppState,
     call: &Call<'_>,
     mut guard: AttemptGuard,
     resp: UpstreamResponse,
@@ -395,6 +420,7 @@ async fn error_status(
     let body = guard.conn.redact(&String::from_utf8_lossy(&raw));
     let failed = Failed { status: Some(status), headers: &headers, body: &body, stall: false };
     let outcome = guard.classify(&failed);
+    queue::pace(state, &guard, status, &body);
     if !outcome.verdict.should_fallback {
         guard.log_failure(Some(status), "client_error", &body);
         return Tried::Answer(answer::client_error(

@@ -57,6 +57,8 @@ pub(super) async fn open(
             }
         };
     }
+    // Committed: the request has its answer; its queue may start the next.
+    guard.executed();
     let translator = (upstream != client).then(|| StreamTranslator::new(upstream, client, now_ms() / 1000));
     let committed = Committed { held: ready.held, ended: ready.ended, watch };
     let watchdog = state.resilience.current().stream_recovery.throughput_watchdog.clone();

@@ -83,9 +83,7 @@ impl Engine {
             }
         };
         if let Some(cooldown_ms) = locked {
-            let matters_for = cooldown_ms.saturating_add(ESCALATION_WINDOW_MS).saturating_mul(2);
-            let horizon = now.saturating_add(i64::try_from(matters_for).unwrap_or(i64::MAX));
-            self.lock_horizon.fetch_max(horizon, Ordering::AcqRel);
+            self.extend_lock_horizon(now, cooldown_ms);
         }
         if classify::trips_breaker(status, &verdict) && !self.duplicate_network_error(&slot, f.status, now) {
             let slot = self.provider(f.provider);
@@ -102,6 +100,31 @@ impl Engine {
             .or(hint)
             .or((verdict.cooldown_ms > 0).then_some(verdict.cooldown_ms));
         Outcome { verdict, status, retry_after_secs: retry_ms.map(|ms| ms.div_ceil(1000)) }
+    }
+
+    /// Locks `model` on the connection for exactly `cooldown_ms`: the
+    /// request queue's answer to a typed Google `RetryInfo` longer than a
+    /// queued request may wait (SPEC §R5).
+    pub fn lock_model(&self, provider: &str, connection_id: &str, model: &str, status: u16, cooldown_ms: u64) {
+        let now = self.now();
+        let lock = LockFailure {
+            provider,
+            connection_id,
+            model,
+            status: Some(status),
+            reason: ErrorReason::RateLimited,
+            hint_ms: Some(cooldown_ms),
+            now_ms: now,
+        };
+        let applied = self.lockouts.lock().force(&lock, cooldown_ms);
+        self.extend_lock_horizon(now, applied);
+    }
+
+    /// Lockouts matter (lock, then escalation window) until this horizon.
+    fn extend_lock_horizon(&self, now: i64, cooldown_ms: u64) {
+        let matters_for = cooldown_ms.saturating_add(ESCALATION_WINDOW_MS).saturating_mul(2);
+        let horizon = now.saturating_add(i64::try_from(matters_for).unwrap_or(i64::MAX));
+        self.lock_horizon.fetch_max(horizon, Ordering::AcqRel);
     }
 
     fn duplicate_network_error(&self, slot: &ConnectionSlot, status: Option<u16>, now: i64) -> bool {
