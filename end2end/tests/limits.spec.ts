@@ -82,7 +82,10 @@ test('Providers switches rate-limit protection; Health lists a protected connect
   // The e2e gateway runs with RATE_LIMIT_AUTO_ENABLE=true: API-key connections are protected.
   await expect(row.getByTestId('protection')).toHaveText('on (automatic) · 0 waiting · 0 started');
   const choose = async (mode: string) => {
-    await row.getByText('Edit', { exact: true }).click();
+    // The edit panel stays open after a save.
+    if (!(await row.locator('details').evaluate((d) => (d as HTMLDetailsElement).open))) {
+      await row.getByText('Edit', { exact: true }).click();
+    }
     await row.getByLabel('Rate-limit protection').selectOption(mode);
     await row.getByRole('button', { name: 'Save' }).click();
   };

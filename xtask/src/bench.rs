@@ -16,8 +16,14 @@
 //! 5. the resilience gates alone (`server/benches/gates.rs`): ns per
 //!    request with state for 100 providers × 10 connections.
 //!
+//! 6. the request queue (SPEC §R5), which the other phases run without
+//!    (`RATE_LIMIT_AUTO_ENABLE=false`): its CPU per request with limits never
+//!    reached, and the RSS of 1,000 requests waiting in it (`protection`).
+//!
 //! Also the gateway's CPU time per request (from /proc, during phase 1)
 //! and its RSS idle and under load. Writes `target/bench/latest.json`.
+
+mod protection;
 
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
@@ -55,9 +61,11 @@ pub fn run() -> anyhow::Result<()> {
     let data_dir = out_dir.join("data");
     let _ = std::fs::remove_dir_all(&data_dir);
     std::fs::create_dir_all(&out_dir)?;
-    let (gateway, fake, gw_url, fake_url) =
-        start_stack("release", &data_dir, "info", &[("OMNIROUTE_MANAGEMENT_KEY", MGMT_KEY)])?;
-    let key =
+    // Request-queue protection is off for every phase but its own.
+    let env = [("OMNIROUTE_MANAGEMENT_KEY", MGMT_KEY), ("RATE_LIMIT_AUTO_ENABLE", "false")];
+    eprintln!("request-queue protection: off (RATE_LIMIT_AUTO_ENABLE=false) except in the protection phase");
+    let (gateway, fake, gw_url, fake_url) = start_stack("release", &data_dir, "info", &env)?;
+    let (key, connection_id) =
         tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(setup(&gw_url, &fake_url))?;
     let direct =
         Target { name: "direct", url: format!("{fake_url}/v1/chat/completions"), model: "fake-model", key: None };
@@ -83,6 +91,11 @@ pub fn run() -> anyhow::Result<()> {
         key: None,
     };
     let mut report = measure(&direct, &through, &translated, &relay_target, gateway.pid())?;
+    let api = protection::Api::new(&gw_url, connection_id)?;
+    step("request-queue protection: off vs on, limits never reached (c=32, 3 interleaved rounds)");
+    report["protection"] = protection::off_vs_on(&api, &through, gateway.pid())?;
+    step("request-queue protection: 1,000 requests waiting");
+    report["protection"]["queuedMemory"] = protection::queued_memory(&api, &through, gateway.pid())?;
     drop((gateway, fake, relay));
     step("resilience gates micro-benchmark (100 providers × 10 connections)");
     let gates = util::output(cargo().args(["bench", "-q", "-p", "server", "--bench", "gates"]))?;
@@ -190,8 +203,8 @@ fn measure(direct: &Target, gateway: &Target, translated: &Target, relay: &Targe
     }))
 }
 
-/// A connection from the gateway to the fake, and a client key.
-async fn setup(gw: &str, fake: &str) -> anyhow::Result<String> {
+/// A connection from the gateway to the fake, and a client key: (key, connection id).
+async fn setup(gw: &str, fake: &str) -> anyhow::Result<(String, String)> {
     let http = reqwest::Client::new();
     let resp = http
         .post(format!("{gw}/api/providers"))
@@ -202,6 +215,8 @@ async fn setup(gw: &str, fake: &str) -> anyhow::Result<String> {
     if !resp.status().is_success() {
         bail!("creating the bench connection failed: {}", resp.text().await?);
     }
+    let created: Value = resp.json().await?;
+    let connection_id = created["connection"]["id"].as_str().context("no connection id")?.to_owned();
     let key: Value = http
         .post(format!("{gw}/api/keys"))
         .bearer_auth(MGMT_KEY)
@@ -210,7 +225,8 @@ async fn setup(gw: &str, fake: &str) -> anyhow::Result<String> {
         .await?
         .json()
         .await?;
-    key["key"].as_str().map(str::to_owned).context("no key in the answer")
+    let key = key["key"].as_str().map(str::to_owned).context("no key in the answer")?;
+    Ok((key, connection_id))
 }
 
 /// p50/p99 of both sides of an alternating phase (`vs` named `name`) and
@@ -342,4 +358,11 @@ fn print_report(r: &Value) {
         f("/gateway/rssIdleBytes") / 1e6,
         f("/gateway/rssUnderLoadBytes") / 1e6
     );
+    println!("request queue        off for the phases above (RATE_LIMIT_AUTO_ENABLE=false)");
+    println!(
+        "  protection on      CPU +{:.1} µs/request (median of paired rounds; target ≤ 3)   throughput on/off {:.3}",
+        f("/protection/cpuAddedMicros"),
+        f("/protection/rpsRatioOnToOff")
+    );
+    println!("  1,000 queued       RSS +{:.1} MB (target ≤ 20)", f("/protection/queuedMemory/rssAddedBytes") / 1e6);
 }

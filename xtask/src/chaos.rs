@@ -73,6 +73,8 @@ pub fn run() -> anyhow::Result<()> {
         ("FETCH_TIMEOUT_MS", "1500"),
         ("STREAM_IDLE_TIMEOUT_MS", "3000"),
         ("STREAM_RECOVERY_ENABLED", "true"),
+        // The faults are the upstream's; the request queue would only pace the run.
+        ("RATE_LIMIT_AUTO_ENABLE", "false"),
     ];
     let (gateway, fake, gw, fake_url) = start_stack("debug", &data_dir, "warn,omniroute=info,server=error", &budgets)?;
     step(&format!("chaos: {requests} requests, {concurrency} at a time, seed {seed}"));

@@ -85,7 +85,9 @@ pub fn start_stack(
     Ok((gateway, fake, format!("http://127.0.0.1:{port}"), fake_url.trim().to_owned()))
 }
 
-pub fn run() -> anyhow::Result<()> {
+/// Runs the Playwright suite (`args` go to `playwright test`, e.g. a file
+/// or `-g <title>`) against a fresh gateway and fake upstream.
+pub fn run(args: &[String]) -> anyhow::Result<()> {
     if !Path::new(CHROMIUM).exists() {
         bail!("{CHROMIUM} is missing: `apt-get install -y chromium` (.ci/run does this)");
     }
@@ -104,6 +106,7 @@ pub fn run() -> anyhow::Result<()> {
     let result = util::run(
         Command::new("npx")
             .args(["playwright", "test"])
+            .args(args)
             .current_dir(&dir)
             .env("OMNIROUTE_URL", &url)
             .env("FAKE_UPSTREAM_URL", &fake_url)

@@ -43,7 +43,12 @@ pub fn run() -> anyhow::Result<()> {
     util::run(cargo().args(["build", "--release", "-p", "server", "-p", "fake-upstream"]))?;
     let data_dir = util::target_dir().join(format!("heap-data-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&data_dir);
-    let env = [("OMNIROUTE_MANAGEMENT_KEY", "heap-key"), ("STREAM_IDLE_TIMEOUT_MS", "600000")];
+    // Without request-queue pacing, so a burst is a burst.
+    let env = [
+        ("OMNIROUTE_MANAGEMENT_KEY", "heap-key"),
+        ("STREAM_IDLE_TIMEOUT_MS", "600000"),
+        ("RATE_LIMIT_AUTO_ENABLE", "false"),
+    ];
     let result = (|| {
         let (gateway, _fake, gw, fake_url) = start_stack("release", &data_dir, "warn,omniroute=info", &env)?;
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;

@@ -1,6 +1,7 @@
 //! Build orchestration without network downloads (replaces cargo-leptos
 //! and Trunk): `cargo xtask build [--release] | serve [--release] [-- ARGS]
-//! | test | e2e | e2e-clients | bench | chaos | heap`. See ARCHITECTURE.md §3.
+//! | test | e2e [-- PLAYWRIGHT ARGS] | e2e-clients | bench | chaos | heap`.
+//! See ARCHITECTURE.md §3.
 
 mod bench;
 mod build;
@@ -30,13 +31,13 @@ fn main() -> anyhow::Result<()> {
             util::run(&mut cmd)
         }
         Some("test") => test(),
-        Some("e2e") => e2e::run(),
+        Some("e2e") => e2e::run(&passthrough),
         Some("e2e-clients") => e2e_clients::run(),
         Some("bench") => bench::run(),
         Some("chaos") => chaos::run(),
         Some("heap") => heap::run(),
         _ => bail!(
-            "usage: cargo xtask <build [--release] | serve [--release] [-- ARGS] | test | e2e | e2e-clients | bench | chaos | heap>"
+            "usage: cargo xtask <build [--release] | serve [--release] [-- ARGS] | test | e2e [-- ARGS] | e2e-clients | bench | chaos | heap>"
         ),
     }
 }
@@ -61,7 +62,7 @@ fn test() -> anyhow::Result<()> {
     util::step("build the site");
     build::site_and_server(false)?;
     util::step("browser tests");
-    e2e::run()?;
+    e2e::run(&[])?;
     util::step("chaos run");
     chaos::run()?;
     util::step("heap run");

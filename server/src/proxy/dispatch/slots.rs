@@ -97,6 +97,10 @@ pub fn all_queues_full(
     target: &Target,
     conns: &[&Arc<LiveConnection>],
 ) -> Option<Vec<Failure>> {
+    if state.resilience.current().request_queue.max_queue_depth == 0 {
+        // Unbounded queues (the default) refuse nobody: nothing to look up.
+        return None;
+    }
     let mut refusals = Vec::new();
     for conn in conns {
         let why = queue::entry(state, conn, &target.model)?.admits().err()?;
