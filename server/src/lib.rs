@@ -77,6 +77,7 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
         login_throttle: Default::default(),
         concurrency: Default::default(),
         queues: Default::default(),
+        combo_states: Default::default(),
         started_at: Instant::now(),
         client_capacity: listener::Capacity::new(config.client.max_connections),
         shutdown: Default::default(),

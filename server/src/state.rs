@@ -34,6 +34,8 @@ pub struct AppState {
     /// Concurrency slots per connection and model (SPEC §R4).
     pub concurrency: crate::resilience::concurrency::Concurrency,
     pub queues: crate::resilience::request_queue::RequestQueues,
+    /// What the combo strategies remember between requests.
+    pub combo_states: crate::routing::combo_state::ComboStates,
     /// Write-behind storage of the engine's breakers and connection health.
     pub resilience_store: ResilienceStore,
     /// The last `GET /api/monitoring/health` report and when it was built.

@@ -14,7 +14,8 @@
 //! 4. the translated path: throughput rounds as in 1, the gateway taking
 //!    Anthropic `/v1/messages` requests for an OpenAI upstream;
 //! 5. the resilience gates alone (`server/benches/gates.rs`): ns per
-//!    request with state for 100 providers × 10 connections.
+//!    request with state for 100 providers × 10 connections; and each combo
+//!    strategy ordering 20 targets (`server/benches/strategies.rs`).
 //!
 //! 6. the request queue (SPEC §R5), which the other phases run without
 //!    (`RATE_LIMIT_AUTO_ENABLE=false`): its CPU per request with limits never
@@ -91,7 +92,7 @@ pub fn run() -> anyhow::Result<()> {
         key: None,
     };
     let mut report = measure(&direct, &through, &translated, &relay_target, gateway.pid())?;
-    let api = protection::Api::new(&gw_url, connection_id)?;
+    let api = protection::Api::new(&gw_url, &fake_url, connection_id)?;
     step("request-queue protection: off vs on, limits never reached (c=32, 3 interleaved rounds)");
     report["protection"] = protection::off_vs_on(&api, &through, gateway.pid())?;
     step("request-queue protection: 1,000 requests waiting");
@@ -100,6 +101,9 @@ pub fn run() -> anyhow::Result<()> {
     step("resilience gates micro-benchmark (100 providers × 10 connections)");
     let gates = util::output(cargo().args(["bench", "-q", "-p", "server", "--bench", "gates"]))?;
     report["gates"] = serde_json::from_str(gates.trim())?;
+    step("combo strategies micro-benchmark (20 targets)");
+    let strategies = util::output(cargo().args(["bench", "-q", "-p", "server", "--bench", "strategies"]))?;
+    report["strategies"] = serde_json::from_str(strategies.trim())?;
     let _ = std::fs::remove_dir_all(&data_dir);
     std::fs::write(out_dir.join("latest.json"), serde_json::to_string_pretty(&report)?)?;
     print_report(&report);
@@ -358,6 +362,13 @@ fn print_report(r: &Value) {
         f("/gateway/rssIdleBytes") / 1e6,
         f("/gateway/rssUnderLoadBytes") / 1e6
     );
+    let slowest = r
+        .pointer("/strategies/nsPerOrder")
+        .and_then(Value::as_object)
+        .and_then(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_f64()?))).max_by(|a, b| a.1.total_cmp(&b.1)));
+    if let Some((name, ns)) = slowest {
+        println!("combo strategies     slowest {name} {ns:.0} ns to order 20 targets (target ≤ 2000)");
+    }
     println!("request queue        off for the phases above (RATE_LIMIT_AUTO_ENABLE=false)");
     println!(
         "  protection on      CPU +{:.1} µs/request (median of paired rounds; target ≤ 3)   throughput on/off {:.3}",

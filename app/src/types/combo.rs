@@ -8,12 +8,85 @@ use super::validation::{Errors, FieldError};
 /// Most targets one combo may list.
 pub const MAX_COMBO_TARGETS: usize = 50;
 
-/// How a combo orders its targets. Only `priority` (as listed) exists so
-/// far; the other strategies of the SPEC are refused by name.
+/// Most a target's weight may be.
+pub const MAX_WEIGHT: u32 = 100;
+/// The longest `comboTimeoutMs` (1 h).
+pub const MAX_COMBO_TIMEOUT_MS: u64 = 3_600_000;
+
+/// How a combo orders its targets (SPEC §R8). The other strategies of the
+/// SPEC are refused by name until they exist.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Strategy {
+    /// As listed.
     Priority,
+    /// One target drawn by weight first, then the others by weight.
+    Weighted,
+    /// Each request starts at the next target.
+    RoundRobin,
+    /// As listed: the first target takes everything until it fails.
+    FillFirst,
+    /// The better of two targets drawn at random (success rate, latency, breaker).
+    P2c,
+    /// A fresh shuffle for every request.
+    Random,
+    /// A shuffled deck: every target leads once per round, never twice in a row.
+    StrictRandom,
+    /// The target with the fewest requests first.
+    LeastUsed,
+    /// The provider (and account) that served this combo last, first.
+    Lkgp,
+}
+
+impl Strategy {
+    pub const ALL: [Self; 9] = [
+        Self::Priority,
+        Self::Weighted,
+        Self::RoundRobin,
+        Self::FillFirst,
+        Self::P2c,
+        Self::Random,
+        Self::StrictRandom,
+        Self::LeastUsed,
+        Self::Lkgp,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Priority => "priority",
+            Self::Weighted => "weighted",
+            Self::RoundRobin => "round-robin",
+            Self::FillFirst => "fill-first",
+            Self::P2c => "p2c",
+            Self::Random => "random",
+            Self::StrictRandom => "strict-random",
+            Self::LeastUsed => "least-used",
+            Self::Lkgp => "lkgp",
+        }
+    }
+
+    /// One line on when to pick it, for the dashboard.
+    pub fn explain(self) -> &'static str {
+        match self {
+            Self::Priority => {
+                "Tries the targets in the order listed; later ones only when earlier ones fail or are excluded."
+            }
+            Self::Weighted => {
+                "Sends each request first to a target drawn by weight (0–100), so traffic splits in proportion; the others follow by weight."
+            }
+            Self::RoundRobin => "Starts each request at the next target in turn, spreading load evenly.",
+            Self::FillFirst => {
+                "Uses the first target until it fails or is excluded, then the next: fills one account before touching the next."
+            }
+            Self::P2c => {
+                "Draws two targets and leads with the healthier (success rate, latency, breaker state): load follows health."
+            }
+            Self::Random => "A fresh random order for every request.",
+            Self::StrictRandom => "A shuffled deck: every target leads exactly once per round, never twice in a row.",
+            Self::LeastUsed => "Leads with the target that has served the fewest requests so far.",
+            Self::Lkgp => "Leads with the provider that served this combo last (last known good), then as listed.",
+        }
+    }
 }
 
 /// One target: `provider/model`, optionally pinned to one connection.
@@ -23,8 +96,19 @@ pub struct ComboTarget {
     pub model: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection_id: Option<String>,
+    /// Share of traffic under `weighted` (0–100; all 0 = an even split).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weight: Option<u32>,
+}
+
+/// Per-combo behaviour beyond the strategy.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ComboConfig {
+    /// Stop trying further targets once this long has passed (`0` or
+    /// unset: no limit) and answer `504 COMBO_TIMEOUT`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub combo_timeout_ms: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -34,6 +118,12 @@ pub struct Combo {
     pub name: String,
     pub strategy: Strategy,
     pub targets: Vec<ComboTarget>,
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub config: ComboConfig,
+}
+
+fn is_default(c: &ComboConfig) -> bool {
+    *c == ComboConfig::default()
 }
 
 impl Combo {
@@ -49,6 +139,12 @@ impl Combo {
             if !ok {
                 e.push(&format!("targets.{i}.model"), "must be provider/model");
             }
+            if t.weight.is_some_and(|w| w > MAX_WEIGHT) {
+                e.push(&format!("targets.{i}.weight"), format!("must be 0 to {MAX_WEIGHT}"));
+            }
+        }
+        if let Some(ms) = self.config.combo_timeout_ms {
+            e.range("config.comboTimeoutMs", i64::try_from(ms).unwrap_or(i64::MAX), 0, MAX_COMBO_TIMEOUT_MS as i64);
         }
         e.into_result()
     }
@@ -63,19 +159,55 @@ pub struct ComboList {
 mod tests {
     use super::*;
 
+    fn target(m: &str) -> ComboTarget {
+        ComboTarget { model: m.into(), connection_id: None, weight: None }
+    }
+
+    fn combo() -> Combo {
+        Combo {
+            name: "coding".into(),
+            strategy: Strategy::Priority,
+            targets: vec![target("openai/gpt-4o")],
+            config: ComboConfig::default(),
+        }
+    }
+
+    fn fields(c: Combo) -> Vec<String> {
+        c.validate().unwrap_err().into_iter().map(|e| e.field).collect()
+    }
+
     #[test]
     fn combos_need_a_name_and_provider_model_targets() {
-        let target = |m: &str| ComboTarget { model: m.into(), connection_id: None, weight: None };
-        let ok = Combo { name: "coding".into(), strategy: Strategy::Priority, targets: vec![target("openai/gpt-4o")] };
+        let ok = combo();
         assert_eq!(ok.validate(), Ok(()));
-        let fields = |c: Combo| c.validate().unwrap_err().into_iter().map(|e| e.field).collect::<Vec<_>>();
         assert_eq!(fields(Combo { name: "a b".into(), ..ok.clone() }), ["name"]);
         assert_eq!(fields(Combo { targets: vec![], ..ok.clone() }), ["targets"]);
         assert_eq!(
             fields(Combo { targets: vec![target("gpt-4o"), target("openai/")], ..ok }),
             ["targets.0.model", "targets.1.model"]
         );
-        let unknown: Result<Combo, _> = serde_json::from_str(r#"{"name":"x","strategy":"weighted","targets":[]}"#);
+        let unknown: Result<Combo, _> = serde_json::from_str(r#"{"name":"x","strategy":"fusion","targets":[]}"#);
         assert!(unknown.is_err(), "strategies not built yet are refused");
+    }
+
+    #[test]
+    fn weights_and_the_combo_timeout_are_bounded() {
+        let heavy = ComboTarget { weight: Some(101), ..target("openai/gpt-4o") };
+        assert_eq!(fields(Combo { targets: vec![heavy], ..combo() }), ["targets.0.weight"]);
+        let config = ComboConfig { combo_timeout_ms: Some(MAX_COMBO_TIMEOUT_MS + 1) };
+        assert_eq!(fields(Combo { config, ..combo() }), ["config.comboTimeoutMs"]);
+        let unknown: Result<Combo, _> =
+            serde_json::from_str(r#"{"name":"x","strategy":"priority","targets":[],"config":{"maxRetries":1}}"#);
+        assert!(unknown.is_err(), "config fields the engine does not read are refused");
+    }
+
+    #[test]
+    fn every_strategy_round_trips_by_its_name() {
+        for s in Strategy::ALL {
+            let json = serde_json::to_value(s).unwrap();
+            assert_eq!(json, s.as_str());
+            assert_eq!(serde_json::from_value::<Strategy>(json).unwrap(), s);
+            assert!(!s.explain().is_empty());
+        }
     }
 }

@@ -1,4 +1,4 @@
-//! The `combos` table: one row per combo, targets as JSON.
+//! The `combos` table: one row per combo, targets and config as JSON.
 
 use app::types::combo::Combo;
 use sea_orm::{ActiveValue::Set, DatabaseConnection, DbErr, EntityTrait, QueryOrder, sea_query::OnConflict};
@@ -11,8 +11,15 @@ pub async fn list(db: &DatabaseConnection) -> Result<Vec<Combo>, DbErr> {
     Ok(rows
         .into_iter()
         .filter_map(|r| {
-            let doc = serde_json::json!({"name": r.name, "strategy": r.strategy, "targets": serde_json::from_str::<serde_json::Value>(&r.targets).ok()?});
-            serde_json::from_value(doc).map_err(|e| tracing::warn!(combo = %r.name, error = %e, "stored combo skipped")).ok()
+            let targets = serde_json::from_str::<serde_json::Value>(&r.targets).ok()?;
+            let config = match r.config.as_deref() {
+                Some(c) => serde_json::from_str::<serde_json::Value>(c).ok()?,
+                None => serde_json::json!({}),
+            };
+            let doc = serde_json::json!({"name": r.name, "strategy": r.strategy, "targets": targets, "config": config});
+            serde_json::from_value(doc)
+                .map_err(|e| tracing::warn!(combo = %r.name, error = %e, "stored combo skipped"))
+                .ok()
         })
         .collect())
 }
@@ -26,13 +33,15 @@ pub async fn put(db: &DatabaseConnection, c: &Combo) -> Result<(), DbErr> {
         name: Set(c.name.clone()),
         strategy: Set(strategy),
         targets: Set(serde_json::to_string(&c.targets).unwrap_or_default()),
-        config: Set(None),
+        config: Set((c.config != Default::default()).then(|| serde_json::to_string(&c.config).unwrap_or_default())),
         created_at: Set(now),
         updated_at: Set(now),
     };
     use combo::Column as C;
     combo::Entity::insert(row)
-        .on_conflict(OnConflict::column(C::Name).update_columns([C::Strategy, C::Targets, C::UpdatedAt]).to_owned())
+        .on_conflict(
+            OnConflict::column(C::Name).update_columns([C::Strategy, C::Targets, C::Config, C::UpdatedAt]).to_owned(),
+        )
         .exec(db)
         .await?;
     Ok(())

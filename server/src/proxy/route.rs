@@ -123,7 +123,7 @@ pub async fn serve(state: &Arc<AppState>, req: &ClientRequest, inbound: &Inbound
         recovered: Default::default(),
     };
     let plan = match state.combos.get(&req.model) {
-        Some(combo) => Plan::combo(combo, &snapshot),
+        Some(combo) => Plan::combo(combo, &snapshot, state),
         None => Plan::single(resolve(&req.model, &snapshot).map_err(|e| match e {
             ResolveError::Ambiguous(..) => ProxyError::bad_field("model", e.to_string()),
             ResolveError::Unknown(_) => ProxyError {

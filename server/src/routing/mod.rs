@@ -1,6 +1,8 @@
 //! Which connections may serve a request: the live connection registry
 //! (memory, reloaded on every change) and model addressing.
 
+pub mod combo_state;
 pub mod combos;
 pub mod registry;
 pub mod resolve;
+pub mod strategies;

@@ -56,5 +56,6 @@ pub async fn delete(state: &AppState, name: &str) -> Result<(), ServiceError> {
         return Err(ServiceError::NotFound("combo"));
     }
     state.combos.reload(&state.db).await?;
+    state.combo_states.retain(|n| state.combos.get(n).is_some());
     Ok(())
 }

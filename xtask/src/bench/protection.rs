@@ -19,13 +19,29 @@ pub struct Api {
     rt: tokio::runtime::Runtime,
     http: reqwest::Client,
     gw: String,
+    fake: String,
     connection_id: String,
 }
 
 impl Api {
-    pub fn new(gw: &str, connection_id: String) -> anyhow::Result<Self> {
+    pub fn new(gw: &str, fake: &str, connection_id: String) -> anyhow::Result<Self> {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-        Ok(Self { rt, http: reqwest::Client::new(), gw: gw.to_owned(), connection_id })
+        Ok(Self { rt, http: reqwest::Client::new(), gw: gw.to_owned(), fake: fake.to_owned(), connection_id })
+    }
+
+    /// Scripts the fake upstream (`None`: back to its default answers).
+    fn fake_rule(&self, rule: Option<Value>) -> anyhow::Result<()> {
+        self.rt.block_on(async {
+            let url = format!("{}/_control/rules", self.fake);
+            let resp = match rule {
+                Some(r) => self.http.post(url).json(&r).send().await?,
+                None => self.http.delete(url).send().await?,
+            };
+            if !resp.status().is_success() {
+                bail!("fake upstream rules: {}", resp.status());
+            }
+            Ok(())
+        })
     }
 
     async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> anyhow::Result<Value> {
@@ -93,9 +109,11 @@ pub fn off_vs_on(api: &Api, gateway: &Target, pid: u32) -> anyhow::Result<Value>
 }
 
 /// RSS added by [`QUEUED`] requests waiting in the connection's queue: one
-/// request starts, then the queue's min time (an hour) holds the rest.
+/// request starts (the queue runs one at a time) and its upstream takes a
+/// minute to answer, so the others wait.
 pub fn queued_memory(api: &Api, gateway: &Target, pid: u32) -> anyhow::Result<Value> {
-    api.protect(true, json!({"minTimeBetweenRequestsMs": 3_600_000, "maxWaitMs": 120_000}))?;
+    api.fake_rule(Some(json!({"latencyMs": 60_000})))?;
+    api.protect(true, json!({"maxConcurrent": 1, "minTimeBetweenRequestsMs": 0, "maxWaitMs": 120_000}))?;
     let before = rss_bytes(pid);
     let held = api.rt.block_on(async {
         let body = json!({"model": gateway.model, "messages": [{"role": "user", "content": "hi"}]});
@@ -118,6 +136,7 @@ pub fn queued_memory(api: &Api, gateway: &Target, pid: u32) -> anyhow::Result<Va
         }
     });
     api.protect(false, json!(null))?;
+    api.fake_rule(None)?;
     Ok(json!({
         "queued": queued,
         "rssBeforeBytes": before,

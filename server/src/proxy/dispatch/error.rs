@@ -74,6 +74,8 @@ pub enum DispatchError {
     Target(Trail),
     /// Nothing served a combo.
     Combo(Arc<Combo>, Trail),
+    /// The combo's `comboTimeoutMs` (the last field) passed before a target served.
+    ComboTimeout(Arc<Combo>, Trail, u64),
 }
 
 impl std::fmt::Debug for Trail {
@@ -103,6 +105,7 @@ impl From<DispatchError> for ProxyError {
                 Some((provider, failures)) => all_failed(provider, failures),
                 None => nothing_executable(&combo, &trail.skipped),
             },
+            DispatchError::ComboTimeout(combo, trail, ms) => combo_timeout(&combo, &trail, ms),
         }
     }
 }
@@ -122,6 +125,38 @@ fn unattempted_target(trail: &Trail) -> ProxyError {
         SkipReason::CircuitOpen => ProxyError::circuit_open(s.provider, s.skip.retry_after_ms.unwrap_or(1_000)),
         _ => all_excluded(s.provider, &s.model, &trail.excluded),
     }
+}
+
+/// `504 COMBO_TIMEOUT`: the combo's time ran out with targets left.
+fn combo_timeout(combo: &Combo, trail: &Trail, ms: u64) -> ProxyError {
+    let pool = combo.targets.len();
+    let tried: Vec<String> = trail
+        .tried
+        .iter()
+        .map(|(provider, failures)| {
+            let status = failures.last().and_then(|f| f.status).map_or("no answer".to_owned(), |s| s.to_string());
+            format!("{provider} ({status})")
+        })
+        .collect();
+    let shown = tried.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+    let more = if tried.len() > 5 { format!(", ... (+{})", tried.len() - 5) } else { String::new() };
+    let attempted = trail.tried.len();
+    let message = format!("Combo global timeout ({ms}ms) after {attempted}/{pool} targets | tried: {shown}{more}");
+    tracing::warn!(combo = %combo.name, timeout_ms = ms, attempted, "combo timed out");
+    let code = "COMBO_TIMEOUT";
+    ProxyError::new(StatusCode::GATEWAY_TIMEOUT, "server_error", code, message)
+        .with(
+            "diagnostics",
+            json!({"poolSize": pool, "attempted": attempted, "terminalReason": "combo_timeout",
+                   "attemptOrder": combo.targets.iter().map(|t| t.model.clone()).collect::<Vec<_>>()}),
+        )
+        .with(
+            "recovery_hint",
+            json!({"action": "retry", "next_step": "Retry the request, or raise the combo's comboTimeoutMs"}),
+        )
+        .header("x-omniroute-combo-pool-size", pool)
+        .header("x-omniroute-combo-attempted", attempted)
+        .header("x-omniroute-combo-terminal-reason", "combo_timeout")
 }
 
 /// Every connection failed: answer with the last failure.
@@ -301,7 +336,12 @@ mod tests {
 
     #[test]
     fn a_combo_that_could_try_nothing_says_why() {
-        let combo = Combo { name: "c".into(), strategy: app::types::combo::Strategy::Priority, targets: vec![] };
+        let combo = Combo {
+            name: "c".into(),
+            strategy: app::types::combo::Strategy::Priority,
+            targets: vec![],
+            config: Default::default(),
+        };
         let code = |s: &[Skipped]| {
             let e = nothing_executable(&combo, s);
             (e.status.as_u16(), e.code)

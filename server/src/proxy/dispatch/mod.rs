@@ -178,6 +178,9 @@ pub async fn run(
     let settings = state.resilience.current();
     let combo = plan.combo.is_some();
     let mut waits = CooldownWaits::default();
+    let started = tokio::time::Instant::now();
+    // `comboTimeoutMs`: no further target once it has passed.
+    let combo_timeout = plan.combo.as_ref().and_then(|c| Some((c, c.config.combo_timeout_ms.filter(|ms| *ms > 0)?)));
     loop {
         let mut trail = Trail::default();
         for planned in &plan.targets {
@@ -199,20 +202,27 @@ pub async fn run(
             }
             let body = body_for(provider.protocol, &target.model).map_err(DispatchError::Request)?;
             let call = Call { caller, target, body };
+            let tried_at = tokio::time::Instant::now();
             match try_connections(state, &call, &mut run).await {
                 Ok(response) => {
-                    if combo {
+                    if let Some(c) = &plan.combo {
                         state.engine.record_target_success(provider.id, pinned);
+                        let position = (planned.index, c.targets.len());
+                        state.combo_states.served(&c.name, &planned.key, provider.id, position, tried_at.elapsed());
                     }
                     return Ok(response);
                 }
                 Err(unserved) => {
-                    if combo && unserved.attempted() {
+                    if let Some(c) = plan.combo.as_ref().filter(|_| unserved.attempted()) {
                         let window = &settings.provider_cooldown;
                         state.engine.record_target_failure(provider.id, provider.category, pinned, window);
+                        state.combo_states.failed(&c.name, &planned.key);
                     }
                     trail.unserved(planned, provider.id, unserved);
                 }
+            }
+            if let Some((combo, ms)) = combo_timeout.filter(|(_, ms)| started.elapsed() >= Duration::from_millis(*ms)) {
+                return Err(DispatchError::ComboTimeout(combo.clone(), trail, ms));
             }
         }
         // Only a single model whose connections are all cooling waits.

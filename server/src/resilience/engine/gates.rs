@@ -44,6 +44,16 @@ impl Engine {
         Ok(probing.then(|| Probe { slot, cfg: cfg.clone(), done: false }))
     }
 
+    /// The provider breaker's state now, taking no probe slot (for the
+    /// strategies that weigh health).
+    pub fn breaker_state(&self, provider: &str, cfg: &BreakerConfig) -> BreakerState {
+        let Some(slot) = self.providers.get(provider).map(|s| s.clone()) else { return BreakerState::Closed };
+        if slot.quiet.load(Ordering::Acquire) {
+            return BreakerState::Closed;
+        }
+        slot.breaker.lock().state(cfg, self.now())
+    }
+
     /// Why this connection cannot serve `model` now, if it cannot. Also
     /// resets the ladder of a connection whose cooldown has passed.
     pub fn exclusion(&self, provider: &str, connection_id: &str, model: &str) -> Option<Exclusion> {

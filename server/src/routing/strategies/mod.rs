@@ -1,0 +1,78 @@
+//! Combo strategies (SPEC §R8): each a pure function from a combo's
+//! targets — with what the gateway knows about them now — to the order
+//! their attempts are made in. A strategy only orders: the dispatch loop
+//! still skips what its gates exclude, so an ineligible target a strategy
+//! leaves in the list costs a lookup, never an upstream call.
+//!
+//! The state some strategies keep between requests (a rotation counter,
+//! a deck, the last good provider, per-target counts) lives in
+//! [`super::combo_state`]; a strategy reads it and returns the order, and
+//! the dispatch loop reports back what served.
+
+mod fill_first;
+mod least_used;
+mod lkgp;
+mod p2c;
+mod priority;
+mod random;
+pub mod round_robin;
+pub mod strict_random;
+mod weighted;
+
+#[cfg(test)]
+mod tests;
+
+use app::types::combo::Strategy;
+use rand::Rng;
+
+use super::combo_state::{ComboState, TargetStats};
+
+/// A provider breaker as a strategy sees it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Health {
+    #[default]
+    Closed,
+    HalfOpen,
+    Open,
+}
+
+/// One combo target, as the strategies see it.
+#[derive(Clone, Debug, Default)]
+pub struct Candidate {
+    /// Stable identity of the target within its combo:
+    /// `provider/model`, plus `@connection` when pinned.
+    pub key: String,
+    pub provider: String,
+    /// `weighted` share, 0–100.
+    pub weight: u32,
+    /// Its provider breaker (`Closed` when unknown; `HalfOpen` also stands
+    /// for degraded).
+    pub health: Health,
+    /// Whether it could be tried now: breaker not open and some
+    /// connection usable. Computed only for strategies that read it.
+    pub eligible: bool,
+    /// Its requests through this combo so far.
+    pub stats: TargetStats,
+}
+
+/// Whether `strategy` reads [`Candidate::eligible`] (it costs a lookup per
+/// target and connection).
+pub fn needs_eligibility(strategy: Strategy) -> bool {
+    matches!(strategy, Strategy::Weighted)
+}
+
+/// The attempt order of `targets`: a permutation of their indexes.
+pub fn order(strategy: Strategy, targets: &[Candidate], state: &mut ComboState, rng: &mut impl Rng) -> Vec<usize> {
+    let n = targets.len();
+    match strategy {
+        Strategy::Priority => priority::order(n),
+        Strategy::FillFirst => fill_first::order(n),
+        Strategy::Weighted => weighted::order(targets, rng),
+        Strategy::RoundRobin => round_robin::order(n, &mut state.rotation),
+        Strategy::P2c => p2c::order(targets, rng),
+        Strategy::Random => random::order(n, rng),
+        Strategy::StrictRandom => strict_random::order(targets, &mut state.deck, rng),
+        Strategy::LeastUsed => least_used::order(targets),
+        Strategy::Lkgp => lkgp::order(targets, state.last_good.as_ref()),
+    }
+}

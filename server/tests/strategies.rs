@@ -1,0 +1,92 @@
+//! Combo strategies on real sockets (SPEC §R8): round-robin and weighted
+//! spread real requests over two upstream accounts, lkgp stays on what
+//! served after a failover, a combo's config survives a restart, and
+//! `comboTimeoutMs` ends a combo with `504 COMBO_TIMEOUT` instead of
+//! trying further targets.
+#![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
+
+mod common;
+
+use common::{Gateway, chat_body, v1};
+use fake_upstream::{FakeUpstream, Rule};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+/// Two providers on the fake, told apart by their keys, and a combo over them.
+async fn two_targets(strategy: &str, weights: [u32; 2], config: Value) -> (FakeUpstream, Gateway) {
+    let (fake, gw) = Gateway::with_fake().await;
+    gw.add_connection("openai", "o", "sk-o", &v1(&fake), 0).await;
+    gw.add_connection("deepseek", "d", "sk-d", &v1(&fake), 0).await;
+    let combo = json!({"name": "spread", "strategy": strategy, "config": config, "targets": [
+        {"model": "openai/gpt-4o-mini", "weight": weights[0]},
+        {"model": "deepseek/deepseek-chat", "weight": weights[1]},
+    ]});
+    let resp = gw.api(Method::POST, "/api/combos").json(&combo).send().await.unwrap();
+    assert_eq!(resp.status(), 201, "{}", resp.text().await.unwrap());
+    (fake, gw)
+}
+
+/// Which key each chat request reached the fake with, in order.
+fn keys(fake: &FakeUpstream) -> Vec<String> {
+    fake.requests()
+        .iter()
+        .filter(|r| r.path.starts_with("/v1/chat"))
+        .map(|r| r.headers["authorization"].trim_start_matches("Bearer ").to_owned())
+        .collect()
+}
+
+async fn send(gw: &Gateway, n: usize) {
+    for _ in 0..n {
+        let resp = gw.chat(chat_body("spread", false), None).await;
+        assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
+    }
+}
+
+#[tokio::test]
+async fn round_robin_alternates_between_the_targets() {
+    let (fake, gw) = two_targets("round-robin", [0, 0], json!({})).await;
+    send(&gw, 6).await;
+    assert_eq!(keys(&fake), ["sk-o", "sk-d", "sk-o", "sk-d", "sk-o", "sk-d"]);
+}
+
+#[tokio::test]
+async fn weighted_sends_traffic_in_proportion() {
+    let (fake, gw) = two_targets("weighted", [90, 10], json!({})).await;
+    send(&gw, 200).await;
+    let to_first = keys(&fake).iter().filter(|k| *k == "sk-o").count();
+    assert!((160..=195).contains(&to_first), "90:10 over 200 requests sent {to_first} to the first");
+}
+
+#[tokio::test]
+async fn lkgp_stays_on_the_target_that_served_after_a_failover() {
+    let (fake, gw) = two_targets("lkgp", [0, 0], json!({})).await;
+    // Without cooldowns the failed target stays eligible: only lkgp keeps it from leading.
+    gw.without_cooldowns().await;
+    fake.push_rule(Rule { api_key: Some("sk-o".into()), status: Some(500), times: Some(1), ..Rule::default() });
+    send(&gw, 3).await;
+    assert_eq!(keys(&fake), ["sk-o", "sk-d", "sk-d", "sk-d"], "after the failover the first target is not retried");
+    // Under priority the same failover leads with the first target again.
+    let (fake, gw) = two_targets("priority", [0, 0], json!({})).await;
+    gw.without_cooldowns().await;
+    fake.push_rule(Rule { api_key: Some("sk-o".into()), status: Some(500), times: Some(1), ..Rule::default() });
+    send(&gw, 2).await;
+    assert_eq!(keys(&fake), ["sk-o", "sk-d", "sk-o"]);
+}
+
+#[tokio::test]
+async fn a_combo_that_runs_out_of_time_answers_combo_timeout_without_trying_further() {
+    let (fake, gw) = two_targets("priority", [0, 0], json!({"comboTimeoutMs": 300})).await;
+    fake.push_rule(Rule { api_key: Some("sk-o".into()), status: Some(503), latency_ms: 500, ..Rule::default() });
+    let resp = gw.chat(chat_body("spread", false), None).await;
+    assert_eq!(resp.status(), 504);
+    assert!(resp.headers().contains_key("retry-after"));
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "COMBO_TIMEOUT", "{body}");
+    assert_eq!(body["error"]["type"], "server_error");
+    assert_eq!(body["error"]["message"], "Combo global timeout (300ms) after 1/2 targets | tried: openai (503)");
+    assert_eq!(keys(&fake), ["sk-o"], "the second target was not tried");
+    // The config is stored with the combo.
+    let dir = gw.stop().await;
+    let gw = Gateway::start_in(dir).await;
+    assert_eq!(gw.get_json("/api/combos/spread").await["config"], json!({"comboTimeoutMs": 300}));
+}
