@@ -56,10 +56,10 @@ test('a card refuses an invalid value in the browser, saves a valid one, and kee
 
 test('a card whose setting the engine does not act on yet says so; the others do not', async ({ page }) => {
   await openSettings(page, '/settings/resilience');
-  for (const id of ['combo-cooldown-wait', 'session-affinity']) {
+  for (const id of ['session-affinity']) {
     await expect(page.locator(`[data-card="${id}"] [data-not-yet]`)).toContainText('Not enforced yet');
   }
-  for (const id of ['provider-breaker', 'quota-share', 'request-queue']) {
+  for (const id of ['provider-breaker', 'quota-share', 'request-queue', 'combo-cooldown-wait']) {
     await expect(page.locator(`[data-card="${id}"] [data-not-yet]`)).toHaveCount(0);
   }
 });

@@ -14,9 +14,14 @@ async fn start() -> (FakeUpstream, Gateway) {
     (fake, gw)
 }
 
+/// A gateway on a manual clock with the combo cooldown wait off: these
+/// tests are about the answers when nothing can run (the wait itself is
+/// tested in `combo_wait.rs`).
 async fn start_with_clock() -> (FakeUpstream, Gateway, std::sync::Arc<server::resilience::clock::ManualClock>) {
     let fake = FakeUpstream::start().await.unwrap();
     let (gw, clock) = Gateway::start_with_clock(tempfile::tempdir().unwrap()).await;
+    let off = json!({"comboCooldownWait": {"enabled": false}});
+    assert_eq!(gw.api(Method::PATCH, "/api/resilience").json(&off).send().await.unwrap().status(), 200);
     (fake, gw, clock)
 }
 

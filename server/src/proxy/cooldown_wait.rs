@@ -23,7 +23,7 @@ impl CooldownWaits {
         let earliest = excluded
             .iter()
             .filter_map(|e| match e {
-                Exclusion::Cooling { remaining_ms, .. } | Exclusion::ModelLocked { remaining_ms } => {
+                Exclusion::Cooling { remaining_ms, .. } | Exclusion::ModelLocked { remaining_ms, .. } => {
                     Some(*remaining_ms)
                 }
                 Exclusion::Terminal(_) => None,
@@ -80,7 +80,8 @@ mod tests {
     #[test]
     fn cooldown_waits_respect_every_limit() {
         let s = WaitForCooldownSettings { enabled: true, max_retries: 2, max_retry_wait_sec: 10, budget_ms: 15_000 };
-        let cooling = |ms| vec![Exclusion::Cooling { remaining_ms: ms, error_code: Some(429), last_error: None }];
+        let cooling =
+            |ms| vec![Exclusion::Cooling { remaining_ms: ms, error_code: Some(429), last_error: None, reason: None }];
         let mut w = CooldownWaits::default();
         assert_eq!(w.next(&s, &cooling(8_000)), Some(8_000));
         assert_eq!(w.next(&s, &cooling(8_000)), None, "over the total budget");

@@ -10,7 +10,7 @@
 
 use app::types::{
     Category,
-    settings::{ProviderCooldownSettings, ProviderWindowProfile, ResilienceSettings},
+    settings::{ErrorReason, ProviderCooldownSettings, ProviderWindowProfile, ResilienceSettings},
 };
 use dashmap::DashMap;
 use http::HeaderMap;
@@ -61,8 +61,17 @@ struct ConnectionSlot {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Exclusion {
     Terminal(TerminalStatus),
-    Cooling { remaining_ms: u64, error_code: Option<u16>, last_error: Option<String> },
-    ModelLocked { remaining_ms: u64 },
+    /// `reason`: the classifier's reason for the cooldown, when known.
+    Cooling {
+        remaining_ms: u64,
+        error_code: Option<u16>,
+        last_error: Option<String>,
+        reason: Option<ErrorReason>,
+    },
+    ModelLocked {
+        remaining_ms: u64,
+        reason: ErrorReason,
+    },
 }
 
 /// One failed attempt, as dispatch saw it.

@@ -144,10 +144,8 @@ pub static RESILIENCE_CARDS: [Card; 12] = [
     Card {
         id: "combo-cooldown-wait",
         title: "Combo cooldown wait",
-        explain: "Scope: combo requests. Trigger: every target is excluded by a short transient lockout (rate limit, overload). Effect: wait for the target that frees first and re-dispatch; quota, auth and not-found exclusions never wait (0 = off).",
-        not_yet: Some(
-            "Not enforced yet: saved and validated, but a combo whose targets are all cooling answers 503 all_targets_cooling_down at once instead of waiting.",
-        ),
+        explain: "Scope: combo requests. Trigger: every target was skipped before an attempt, or the last attempt answered 429, while a target is held back by a short rate-limit, overload or server-error lock (a connection cooldown, a model lockout, an open breaker). Effect: the request waits for the lock that ends first (its remaining time or the upstream's Retry-After, whichever is longer, plus 50 ms) and is dispatched again — each wait at most the max wait, at most max attempts waits and the total budget per request. Quota, auth and not-found locks are never waited for; a client that leaves while waiting is logged as 499. Without a wait the combo answers as before (503 all_targets_cooling_down with Retry-After, or the last error). Max wait or max attempts 0 = off.",
+        not_yet: None,
         page: RESILIENCE,
         fields: &[
             f("comboCooldownWait.enabled", "Enabled", Bool),
@@ -281,7 +279,7 @@ mod tests {
     fn the_cards_the_engine_does_not_act_on_yet_say_so() {
         let mut pending: Vec<&str> = all_cards().filter(|c| c.not_yet.is_some()).map(|c| c.id).collect();
         pending.sort_unstable();
-        assert_eq!(pending, ["combo-cooldown-wait", "session-affinity"]);
+        assert_eq!(pending, ["session-affinity"]);
         assert!(all_cards().filter_map(|c| c.not_yet).all(|n| n.starts_with("Not enforced yet")));
     }
 

@@ -436,6 +436,11 @@ impl ErrorReason {
     ];
 
     /// The wire spelling (`rate_limited`, …).
+    /// The reason named `s` (as [`Self::as_str`] spells it).
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|r| r.as_str() == s)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::RateLimited => "rate_limited",

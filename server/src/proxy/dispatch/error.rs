@@ -211,7 +211,9 @@ fn all_excluded(provider: &str, model: &str, excluded: &[Exclusion]) -> ProxyErr
     let soonest = excluded
         .iter()
         .filter_map(|e| match e {
-            Exclusion::Cooling { remaining_ms, .. } | Exclusion::ModelLocked { remaining_ms } => Some(*remaining_ms),
+            Exclusion::Cooling { remaining_ms, .. } | Exclusion::ModelLocked { remaining_ms, .. } => {
+                Some(*remaining_ms)
+            }
             Exclusion::Terminal(_) => None,
         })
         .min()

@@ -65,7 +65,7 @@ impl Skip {
     pub fn from_exclusions(excluded: &[Exclusion]) -> Self {
         let soonest = |f: fn(&Exclusion) -> Option<u64>| excluded.iter().filter_map(f).min();
         let locked =
-            soonest(|e| if let Exclusion::ModelLocked { remaining_ms } = e { Some(*remaining_ms) } else { None });
+            soonest(|e| if let Exclusion::ModelLocked { remaining_ms, .. } = e { Some(*remaining_ms) } else { None });
         let cooling =
             soonest(|e| if let Exclusion::Cooling { remaining_ms, .. } = e { Some(*remaining_ms) } else { None });
         match (cooling, locked) {

@@ -21,6 +21,7 @@
 
 mod answer;
 pub mod attempt;
+mod combo_wait;
 pub mod error;
 mod gates;
 mod permits;
@@ -178,6 +179,7 @@ pub async fn run(
     let settings = state.resilience.current();
     let combo = plan.combo.is_some();
     let mut waits = CooldownWaits::default();
+    let mut combo_waits = combo_wait::ComboWaits::default();
     let started = tokio::time::Instant::now();
     // `comboTimeoutMs`: no further target once it has passed.
     let combo_timeout = plan.combo.as_ref().and_then(|c| Some((c, c.config.combo_timeout_ms.filter(|ms| *ms > 0)?)));
@@ -225,16 +227,25 @@ pub async fn run(
                 return Err(DispatchError::ComboTimeout(combo.clone(), trail, ms));
             }
         }
-        // Only a single model whose connections are all cooling waits.
-        let wait = (!combo && trail.tried.is_empty()).then(|| waits.next(&settings.wait_for_cooldown, &trail.excluded));
-        let (Some(Some(ms)), Some(target)) = (wait, plan.targets.first().and_then(|p| p.target.as_ref())) else {
+        // A combo held back by short transient locks waits for the first
+        // to end (§R4); a single model whose connections are all cooling
+        // waits for the first (§R2).
+        let wait = if combo {
+            combo_waits.after(state, snapshot, plan, &trail)
+        } else if trail.tried.is_empty() {
+            waits.next(&settings.wait_for_cooldown, &trail.excluded)
+        } else {
+            None
+        };
+        let (Some(ms), Some(target)) = (wait, plan.targets.iter().find_map(|p| p.target.as_ref())) else {
             return Err(DispatchError::exhausted(plan, trail));
         };
         tracing::info!(
             request_id = caller.request_id,
             provider = target.provider.id,
             wait_ms = ms,
-            "every connection is cooling; waiting for the first"
+            combo = plan.combo.as_ref().map(|c| c.name.as_str()),
+            "every target is held back briefly; waiting for the first to free"
         );
         let wait = AbandonedWait::arm(state, log_row(caller, target), ms);
         tokio::time::sleep(Duration::from_millis(ms)).await;

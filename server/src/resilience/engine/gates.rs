@@ -6,7 +6,10 @@
 
 use std::sync::{Arc, atomic::Ordering};
 
-use app::types::{Category, settings::ProviderCooldownSettings};
+use app::types::{
+    Category,
+    settings::{ErrorReason, ProviderCooldownSettings},
+};
 
 use super::{BreakerConfig, BreakerState, Change, Engine, Exclusion, ProviderSlot, window_profile};
 
@@ -71,6 +74,7 @@ impl Engine {
                     remaining_ms,
                     error_code: h.error_code.as_deref().and_then(|c| c.parse().ok()),
                     last_error: h.last_error.clone(),
+                    reason: h.last_error_type.as_deref().and_then(ErrorReason::parse),
                 });
             }
             if h.on_selected(now) {
@@ -80,7 +84,8 @@ impl Engine {
         if now < self.lock_horizon.load(Ordering::Acquire)
             && let Some(lock) = self.lockouts.lock().locked_for(provider, connection_id, model, now)
         {
-            return Some(Exclusion::ModelLocked { remaining_ms: u64::try_from(lock.until - now).unwrap_or(0) });
+            let remaining_ms = u64::try_from(lock.until - now).unwrap_or(0);
+            return Some(Exclusion::ModelLocked { remaining_ms, reason: lock.reason });
         }
         None
     }

@@ -94,7 +94,10 @@ fn healthy_requests_stop_looking_at_lockouts_once_they_no_longer_matter() {
     s.model_lockout.enabled = true;
     assert!(T >= e.lock_horizon.load(Ordering::Acquire), "no lockout yet: fast path");
     e.on_failure(&failure(Some(404), &h), &s, &cfg(5), None);
-    assert!(matches!(e.exclusion("openai", "c1", "gpt-4o"), Some(Exclusion::ModelLocked { remaining_ms: 120_000 })));
+    assert!(matches!(
+        e.exclusion("openai", "c1", "gpt-4o"),
+        Some(Exclusion::ModelLocked { remaining_ms: 120_000, .. })
+    ));
     clock.advance(120_000);
     assert_eq!(e.exclusion("openai", "c1", "gpt-4o"), None, "the lock expired");
     clock.advance(2 * (120_000 + ESCALATION_WINDOW_MS as i64));

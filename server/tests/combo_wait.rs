@@ -1,0 +1,89 @@
+//! The combo cooldown wait on real sockets and real time (SPEC §R4): a
+//! combo held back by a short rate-limit cooldown waits for it and is
+//! served, before any attempt as well as after one; a quota exclusion is
+//! never waited for; a client that goes away while waiting is logged 499.
+#![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
+
+mod common;
+
+use common::{Gateway, chat_body, v1};
+use fake_upstream::{FakeUpstream, Rule};
+use reqwest::Method;
+use serde_json::{Value, json};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// One OpenAI connection whose rate-limit cooldown is `cooldown_ms`, and
+/// a combo over it.
+async fn start(cooldown_ms: u64) -> (FakeUpstream, Gateway) {
+    let (fake, gw) = Gateway::with_fake().await;
+    gw.add_connection("openai", "o", "sk-o", &v1(&fake), 0).await;
+    let patch = json!({"connectionCooldown": {"apikey": {"baseCooldownMs": cooldown_ms}}});
+    assert_eq!(gw.api(Method::PATCH, "/api/resilience").json(&patch).send().await.unwrap().status(), 200);
+    let combo = json!({"name": "solo", "strategy": "priority", "targets": [{"model": "openai/gpt-4o-mini"}]});
+    assert_eq!(gw.api(Method::POST, "/api/combos").json(&combo).send().await.unwrap().status(), 201);
+    (fake, gw)
+}
+
+fn rate_limited_once() -> Rule {
+    Rule { status: Some(429), times: Some(1), ..Rule::default() }
+}
+
+#[tokio::test]
+async fn a_combo_waits_out_a_short_rate_limit_cooldown_and_is_served() {
+    let (fake, gw) = start(1_500).await;
+    fake.push_rule(rate_limited_once());
+    let started = Instant::now();
+    let resp = gw.chat(chat_body("solo", false), None).await;
+    assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
+    assert!(started.elapsed() >= Duration::from_millis(1_400), "waited for the cooldown: {:?}", started.elapsed());
+    assert_eq!(fake.count("/v1/chat/completions"), 2, "tried, waited, tried again");
+}
+
+#[tokio::test]
+async fn a_combo_skipped_before_any_attempt_waits_too() {
+    let (fake, gw) = start(1_500).await;
+    fake.push_rule(rate_limited_once());
+    // A direct request cools the connection…
+    assert_eq!(gw.chat(chat_body("openai/gpt-4o-mini", false), None).await.status(), 429);
+    // …so the combo's only target is skipped, and the combo waits for it.
+    let started = Instant::now();
+    assert_eq!(gw.chat(chat_body("solo", false), None).await.status(), 200);
+    assert!(started.elapsed() >= Duration::from_millis(1_000), "{:?}", started.elapsed());
+}
+
+#[tokio::test]
+async fn a_quota_exclusion_is_never_waited_for_and_off_means_off() {
+    let (fake, gw) = start(1_500).await;
+    let quota = json!({"error": {"message": "You exceeded your current quota, please check your plan and billing details.", "type": "insufficient_quota"}});
+    fake.push_rule(Rule { status: Some(429), body: Some(quota), times: Some(1), ..Rule::default() });
+    let started = Instant::now();
+    let resp = gw.chat(chat_body("solo", false), None).await;
+    assert_ne!(resp.status(), 200);
+    assert!(started.elapsed() < Duration::from_millis(1_000), "no wait on a quota: {:?}", started.elapsed());
+    // Switched off, a rate limit is not waited for either.
+    let (fake, gw) = start(1_500).await;
+    let off = json!({"comboCooldownWait": {"enabled": false}});
+    assert_eq!(gw.api(Method::PATCH, "/api/resilience").json(&off).send().await.unwrap().status(), 200);
+    fake.push_rule(rate_limited_once());
+    let started = Instant::now();
+    assert_eq!(gw.chat(chat_body("solo", false), None).await.status(), 429);
+    assert!(started.elapsed() < Duration::from_millis(1_000), "{:?}", started.elapsed());
+}
+
+#[tokio::test]
+async fn a_client_that_leaves_during_the_wait_is_logged_499() {
+    let (fake, gw) = start(5_000).await;
+    fake.push_rule(rate_limited_once());
+    let req = gw.http.post(format!("{}/v1/chat/completions", gw.url)).json(&chat_body("solo", false));
+    assert!(req.timeout(Duration::from_millis(800)).send().await.is_err(), "the client gave up");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let rows = gw.logs().await;
+        if rows.iter().any(|r| r["status"] == 499 && r["errorKind"] == "client_disconnected") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no 499 row: {}", Value::from(rows));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
