@@ -9,6 +9,7 @@ use std::collections::HashMap;
 
 use crate::types::{
     ApiKeyList, CatalogEntry, ConnectionList, ConnectionTestResult, CreatedApiKey, FieldError, LogList,
+    combo::ComboList,
     monitoring::{ClearCooldownsResult, CooldownList, HealthReport, ModelCooldownList},
     rate_limits::RateLimitList,
     settings::ResilienceView,
@@ -175,6 +176,51 @@ pub async fn edit_connection(
         backend.set_rate_limit_protection(set).await.map_err(fail)?;
     }
     Ok(())
+}
+
+#[server(prefix = "/sfn", endpoint = "combos")]
+pub async fn get_combos() -> Result<ComboList, ServerFnError> {
+    Ok(ssr::backend()?.list_combos())
+}
+
+/// Creates a combo, or replaces `replace` (its name) when editing. The
+/// targets are the dashboard's lines (`provider/model [weight] [@connection]`).
+#[server(prefix = "/sfn", endpoint = "save_combo")]
+pub async fn save_combo(
+    name: String,
+    strategy: String,
+    targets: String,
+    combo_timeout_ms: Option<String>,
+    replace: Option<String>,
+) -> Result<(), ServerFnError> {
+    use crate::{
+        backend::BackendError,
+        types::combo::{Combo, ComboConfig, parse_strategy, parse_targets},
+    };
+    let invalid = |e: FieldError| ssr::fail("/combos", BackendError::Invalid(vec![e]));
+    let strategy = parse_strategy(&strategy).map_err(invalid)?;
+    let targets = parse_targets(&targets).map_err(invalid)?;
+    let combo_timeout_ms = match given(combo_timeout_ms) {
+        None => None,
+        Some(t) => Some(t.parse::<u64>().map_err(|_| {
+            invalid(FieldError::new("config.comboTimeoutMs", "must be a whole number of milliseconds"))
+        })?),
+    };
+    let combo = Combo { name: name.trim().to_owned(), strategy, targets, config: ComboConfig { combo_timeout_ms } };
+    let backend = ssr::backend()?;
+    let saved = match given(replace) {
+        Some(old) if old == combo.name => backend.replace_combo(combo).await,
+        Some(_) => {
+            Err(BackendError::Invalid(vec![FieldError::new("name", "a combo cannot be renamed; create a new one")]))
+        }
+        None => backend.create_combo(combo).await,
+    };
+    saved.map(drop).map_err(|e| ssr::fail("/combos", e))
+}
+
+#[server(prefix = "/sfn", endpoint = "delete_combo")]
+pub async fn delete_combo(name: String) -> Result<(), ServerFnError> {
+    ssr::backend()?.delete_combo(&name).await.map_err(|e| ssr::fail("/combos", e))
 }
 
 /// Every connection's rate-limit protection and request-queue load.

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::types::{
     ApiKeyList, CatalogEntry, ConnectionList, ConnectionTestResult, ConnectionView, CreateApiKey, CreateConnection,
     CreatedApiKey, FieldError, LogList, UpdateConnection,
+    combo::{Combo, ComboList},
     monitoring::{
         ClearCooldowns, ClearCooldownsResult, ClearModelCooldowns, CooldownList, HealthReport, ModelCooldownList,
         ResetResult,
@@ -77,6 +78,11 @@ pub trait Backend: Send + Sync + 'static {
     async fn update_connection(&self, id: &str, input: UpdateConnection) -> BackendResult<ConnectionView>;
     async fn delete_connection(&self, id: &str) -> BackendResult<()>;
     async fn test_connection(&self, id: &str) -> BackendResult<ConnectionTestResult>;
+    fn list_combos(&self) -> ComboList;
+    /// Creates a combo; a taken name is refused on the `name` field.
+    async fn create_combo(&self, combo: Combo) -> BackendResult<Combo>;
+    async fn replace_combo(&self, combo: Combo) -> BackendResult<Combo>;
+    async fn delete_combo(&self, name: &str) -> BackendResult<()>;
     /// Every connection's rate-limit protection, like `GET /api/rate-limits`.
     async fn rate_limits(&self) -> BackendResult<RateLimitList>;
     /// Sets one connection's protection, like `POST /api/rate-limits`.

@@ -72,7 +72,7 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/keys") view=pages::keys::KeysPage ssr=SsrMode::Async />
                 <Route path=path!("/logs") view=pages::logs::LogsPage ssr=SsrMode::Async />
                 <Route path=path!("/monitoring/health") view=pages::health::HealthPage ssr=SsrMode::Async />
-                <Route path=path!("/combos") view=pages::later::CombosPage ssr=SsrMode::Async />
+                <Route path=path!("/combos") view=pages::combos::CombosPage ssr=SsrMode::Async />
                 <Route path=path!("/settings/resilience") view=pages::settings::ResiliencePage ssr=SsrMode::Async />
                 <Route path=path!("/settings/model-lockout") view=pages::settings::ModelLockoutPage ssr=SsrMode::Async />
                 <Route path=path!("/monitoring/cooldowns") view=pages::cooldowns::CooldownsPage ssr=SsrMode::Async />

@@ -62,7 +62,7 @@ test('connection, key, proxied request and log row, all from the browser (JS on)
   await expect(logRow).toContainText('openai/gpt-4o-mini');
 });
 
-test('every navigation page is reachable, hydrates under its Content-Security-Policy, and later pages say what is missing', async ({ page }) => {
+test('every navigation page is reachable and hydrates under its Content-Security-Policy', async ({ page }) => {
   const violations: string[] = [];
   page.on('console', (msg) => {
     if (/Content.Security.Policy/i.test(msg.text())) violations.push(msg.text());
@@ -83,8 +83,4 @@ test('every navigation page is reachable, hydrates under its Content-Security-Po
     await hydrated(page);
   }
   expect(violations).toEqual([]);
-  for (const path of ['/combos']) {
-    await page.goto(path);
-    await expect(page.getByTestId('planned')).toContainText('Not available yet');
-  }
 });

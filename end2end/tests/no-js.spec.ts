@@ -89,3 +89,29 @@ test('the resilience pages render and their actions post without JavaScript', as
   await page.goto('/settings/model-lockout');
   await expect(page.getByTestId('model-cooldowns')).toHaveText('No model is locked.');
 });
+
+test('combos are created, edited and deleted as plain form posts; a refusal comes back as a banner', async ({ page }) => {
+  await page.goto('/login');
+  await page.getByLabel('Admin password').fill(ADMIN_PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.goto('/combos');
+  const form = page.getByTestId('create-combo');
+  await form.locator('input[name=name]').fill('nojs-combo');
+  await form.locator('select[name=strategy]').selectOption('random');
+  await form.locator('textarea[name=targets]').fill('deepseek/deepseek-chat\nmistral/mistral-large-latest 5');
+  await form.getByRole('button', { name: 'Create' }).click();
+  const row = page.locator('[data-combo="nojs-combo"]');
+  await expect(row.getByTestId('strategy')).toHaveText('random');
+  // The server applies the browser's rules: a bad line is refused, nothing saved.
+  await form.locator('input[name=name]').fill('nojs-bad');
+  await form.locator('textarea[name=targets]').fill('deepseek-chat');
+  await form.getByRole('button', { name: 'Create' }).click();
+  await expect(page.getByRole('alert')).toContainText('targets: line 1: start with provider/model');
+  await expect(page.locator('[data-combo="nojs-bad"]')).toHaveCount(0);
+  await row.getByText('Edit').click();
+  await row.locator('select[name=strategy]').selectOption('least-used');
+  await row.getByRole('button', { name: 'Save' }).click();
+  await expect(page.locator('[data-combo="nojs-combo"] [data-testid="strategy"]')).toHaveText('least-used');
+  await page.locator('[data-combo="nojs-combo"]').getByRole('button', { name: 'Delete' }).click();
+  await expect(page.locator('[data-combo="nojs-combo"]')).toHaveCount(0);
+});

@@ -1,9 +1,9 @@
 //! One module per dashboard page.
 
+pub mod combos;
 pub mod cooldowns;
 pub mod health;
 pub mod keys;
-pub mod later;
 pub mod login;
 pub mod logs;
 pub mod providers;

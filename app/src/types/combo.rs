@@ -150,6 +150,61 @@ impl Combo {
     }
 }
 
+/// The dashboard's targets text: one target per line, `provider/model`,
+/// then optionally a weight (0–100) and `@connectionId`, e.g.
+/// `openai/gpt-4o 90`. Checked as it is typed and again on save.
+pub fn parse_targets(text: &str) -> Result<Vec<ComboTarget>, FieldError> {
+    let bad = |n: usize, why: &str| FieldError::new("targets", format!("line {n}: {why}"));
+    let mut targets = Vec::new();
+    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let n = i + 1;
+        let mut words = line.split_whitespace();
+        let model = words.next().unwrap_or_default();
+        if !model.split_once('/').is_some_and(|(p, m)| !p.is_empty() && !m.is_empty()) {
+            return Err(bad(n, "start with provider/model, e.g. openai/gpt-4o 90"));
+        }
+        let mut target = ComboTarget { model: model.to_owned(), connection_id: None, weight: None };
+        for word in words {
+            if let Some(id) = word.strip_prefix('@').filter(|id| !id.is_empty()) {
+                target.connection_id = Some(id.to_owned());
+            } else {
+                match word.parse::<u32>() {
+                    Ok(w) if w <= MAX_WEIGHT => target.weight = Some(w),
+                    _ => return Err(bad(n, &format!("{word:?} is neither a weight (0–{MAX_WEIGHT}) nor @connection"))),
+                }
+            }
+        }
+        targets.push(target);
+    }
+    if targets.is_empty() {
+        return Err(FieldError::new("targets", "list at least one target, one provider/model per line"));
+    }
+    Ok(targets)
+}
+
+/// The targets as [`parse_targets`] reads them.
+pub fn format_targets(targets: &[ComboTarget]) -> String {
+    let line = |t: &ComboTarget| {
+        let mut l = t.model.clone();
+        if let Some(w) = t.weight {
+            l.push_str(&format!(" {w}"));
+        }
+        if let Some(c) = &t.connection_id {
+            l.push_str(&format!(" @{c}"));
+        }
+        l
+    };
+    targets.iter().map(line).collect::<Vec<_>>().join("\n")
+}
+
+/// The strategy named `name` (as the API spells it).
+pub fn parse_strategy(name: &str) -> Result<Strategy, FieldError> {
+    Strategy::ALL
+        .into_iter()
+        .find(|s| s.as_str() == name)
+        .ok_or_else(|| FieldError::new("strategy", format!("unknown strategy {name:?}")))
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ComboList {
     pub combos: Vec<Combo>,
@@ -199,6 +254,28 @@ mod tests {
         let unknown: Result<Combo, _> =
             serde_json::from_str(r#"{"name":"x","strategy":"priority","targets":[],"config":{"maxRetries":1}}"#);
         assert!(unknown.is_err(), "config fields the engine does not read are refused");
+    }
+
+    #[test]
+    fn target_lines_read_and_write_the_same_targets() {
+        let text = "openai/gpt-4o 90\n\ndeepseek/deepseek-chat 10 @conn-1\ngroq/llama";
+        let targets = parse_targets(text).unwrap();
+        assert_eq!(
+            targets[1],
+            ComboTarget {
+                model: "deepseek/deepseek-chat".into(),
+                connection_id: Some("conn-1".into()),
+                weight: Some(10)
+            }
+        );
+        assert_eq!(targets[2].weight, None);
+        assert_eq!(parse_targets(&format_targets(&targets)).unwrap(), targets);
+        let err = |t: &str| parse_targets(t).unwrap_err().message;
+        assert_eq!(err("openai/gpt-4o\ngpt-4o"), "line 2: start with provider/model, e.g. openai/gpt-4o 90");
+        assert!(err("openai/gpt-4o 101").contains("neither a weight"));
+        assert!(err(" \n").contains("at least one target"));
+        assert_eq!(parse_strategy("round-robin"), Ok(Strategy::RoundRobin));
+        assert_eq!(parse_strategy("fusion").unwrap_err().field, "strategy");
     }
 
     #[test]

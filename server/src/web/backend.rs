@@ -4,7 +4,8 @@ use app::{
     backend::{Backend, BackendError, BackendResult},
     types::{
         ApiKeyList, CatalogEntry, ConnectionList, ConnectionTestResult, ConnectionView, CreateApiKey, CreateConnection,
-        CreatedApiKey, LogList, UpdateConnection,
+        CreatedApiKey, FieldError, LogList, UpdateConnection,
+        combo::{Combo, ComboList},
         monitoring::{
             ClearCooldowns, ClearCooldownsResult, ClearModelCooldowns, CooldownList, HealthReport, ModelCooldownList,
             ResetResult,
@@ -85,6 +86,27 @@ impl Backend for WebBackend {
 
     async fn update_connection(&self, id: &str, input: UpdateConnection) -> BackendResult<ConnectionView> {
         services::connections::update(&self.state, id, input).await.map_err(err)
+    }
+
+    fn list_combos(&self) -> ComboList {
+        services::combos::list(&self.state)
+    }
+
+    async fn create_combo(&self, combo: Combo) -> BackendResult<Combo> {
+        if self.state.combos.get(&combo.name).is_some() {
+            let taken =
+                FieldError::new("name", format!("a combo named {} exists; edit it in the list below", combo.name));
+            return Err(BackendError::Invalid(vec![taken]));
+        }
+        services::combos::put(&self.state, combo).await.map_err(err)
+    }
+
+    async fn replace_combo(&self, combo: Combo) -> BackendResult<Combo> {
+        services::combos::put(&self.state, combo).await.map_err(err)
+    }
+
+    async fn delete_combo(&self, name: &str) -> BackendResult<()> {
+        services::combos::delete(&self.state, name).await.map_err(err)
     }
 
     async fn rate_limits(&self) -> BackendResult<RateLimitList> {

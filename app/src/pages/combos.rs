@@ -1,0 +1,189 @@
+//! `/combos`: the combos — named virtual models that fail over across
+//! providers in their strategy's order. Create, edit, delete; the targets
+//! are typed one per line and checked as they are typed, with the same
+//! rules the server applies on save. Works as plain form posts too.
+
+use leptos::prelude::*;
+
+use crate::{
+    api::{DeleteCombo, SaveCombo, get_catalog, get_combos},
+    components::{Layout, Loading, action_error},
+    types::{
+        CatalogEntry,
+        combo::{Combo, Strategy, format_targets, parse_strategy, parse_targets},
+    },
+};
+
+const INPUT: &str = "border border-slate-300 rounded-md px-2 py-1";
+const BUTTON: &str = "px-2 py-1 rounded-md border border-slate-300 bg-white hover:bg-slate-100 text-sm";
+
+#[component]
+pub fn CombosPage() -> impl IntoView {
+    let save = ServerAction::<SaveCombo>::new();
+    let delete = ServerAction::<DeleteCombo>::new();
+    let combos = Resource::new(move || (save.version().get(), delete.version().get()), |_| get_combos());
+    let catalog = Resource::new(|| (), |_| get_catalog());
+    view! {
+        <Layout title="Combos">
+            {action_error(save)}
+            {action_error(delete)}
+            <p class="mb-4 text-sm text-slate-600">
+                "A combo is a model name your clients send (\"model\": \"coding\"); the gateway tries its targets in the order its strategy gives, skipping what is cooling, locked or behind an open breaker, until one answers."
+            </p>
+            <section class="mb-6 bg-white p-4 rounded-md shadow-sm">
+                <h2 class="font-semibold mb-2">"Create a combo"</h2>
+                <ComboForm combo=None save />
+            </section>
+            <Transition fallback=Loading>
+                {move || Suspend::new(async move {
+                    match combos.await {
+                        Ok(list) => view! { <ComboTable combos=list.combos save delete /> }.into_any(),
+                        Err(e) => view! { <p role="alert">{e.to_string()}</p> }.into_any(),
+                    }
+                })}
+            </Transition>
+            <Transition fallback=Loading>
+                {move || Suspend::new(async move {
+                    let entries = catalog.await.unwrap_or_default();
+                    view! { <KnownModels entries /> }
+                })}
+            </Transition>
+        </Layout>
+    }
+}
+
+/// The create form (`combo: None`) or the edit form of one combo.
+#[component]
+fn ComboForm(combo: Option<Combo>, save: ServerAction<SaveCombo>) -> impl IntoView {
+    let editing = combo.is_some();
+    let name = combo.as_ref().map(|c| c.name.clone());
+    let current = combo.as_ref().map_or(Strategy::Priority, |c| c.strategy);
+    let lines = combo.as_ref().map(|c| format_targets(&c.targets)).unwrap_or_default();
+    let timeout = combo.as_ref().and_then(|c| c.config.combo_timeout_ms).map(|ms| ms.to_string());
+    let chosen = RwSignal::new(current);
+    let problem = RwSignal::new(None::<String>);
+    view! {
+        <ActionForm action=save attr:class="flex flex-col gap-2" attr:data-testid=if editing { "edit-combo" } else { "create-combo" }>
+            {name.clone().map(|n| view! { <input type="hidden" name="replace" value=n /> })}
+            <div class="flex flex-wrap gap-3 items-end">
+                <label class="flex flex-col text-sm">
+                    "Name (the model clients send)"
+                    <input name="name" required value=name.clone() readonly=editing class=INPUT placeholder="coding" />
+                </label>
+                <label class="flex flex-col text-sm">
+                    "Strategy"
+                    <select
+                        name="strategy"
+                        class=INPUT
+                        on:change=move |ev| {
+                            if let Ok(s) = parse_strategy(&event_target_value(&ev)) {
+                                chosen.set(s);
+                            }
+                        }
+                    >
+                        {Strategy::ALL
+                            .into_iter()
+                            .map(|s| view! { <option value=s.as_str() selected=s == current>{s.as_str()}</option> })
+                            .collect_view()}
+                    </select>
+                </label>
+                <label class="flex flex-col text-sm">
+                    "Timeout (ms, empty = none)"
+                    <input name="combo_timeout_ms" type="number" min="0" max="3600000" value=timeout class=format!("{INPUT} w-32") />
+                </label>
+            </div>
+            <p class="text-xs text-slate-600" data-testid="strategy-explain">{move || chosen.get().explain()}</p>
+            <label class="flex flex-col text-sm">
+                "Targets, in order — one per line: provider/model, then optionally a weight (0–100) and @connection-id"
+                <textarea
+                    name="targets"
+                    rows="3"
+                    required
+                    class=format!("{INPUT} font-mono text-xs")
+                    placeholder="openai/gpt-4o 90\ndeepseek/deepseek-chat 10"
+                    aria-invalid=move || problem.get().is_some().to_string()
+                    on:input=move |ev| problem.set(parse_targets(&event_target_value(&ev)).err().map(|e| e.message))
+                >
+                    {lines}
+                </textarea>
+            </label>
+            {move || problem.get().map(|m| view! { <p class="text-xs text-red-700" data-field-error="targets">{m}</p> })}
+            <div>
+                <button type="submit" class="px-3 py-1 rounded-md bg-indigo-600 text-white">
+                    {if editing { "Save" } else { "Create" }}
+                </button>
+            </div>
+        </ActionForm>
+    }
+}
+
+#[component]
+fn ComboTable(combos: Vec<Combo>, save: ServerAction<SaveCombo>, delete: ServerAction<DeleteCombo>) -> impl IntoView {
+    if combos.is_empty() {
+        return view! { <p class="text-slate-500" data-testid="combos">"No combos yet. Create one above."</p> }
+            .into_any();
+    }
+    view! {
+        <table class="w-full bg-white rounded-md shadow-sm text-sm mb-6" data-testid="combos">
+            <thead>
+                <tr class="text-left border-b border-slate-200">
+                    <th class="p-2">"Name"</th>
+                    <th class="p-2">"Strategy"</th>
+                    <th class="p-2">"Targets"</th>
+                    <th class="p-2">"Timeout"</th>
+                    <th class="p-2">"Actions"</th>
+                </tr>
+            </thead>
+            <tbody>
+                {combos
+                    .into_iter()
+                    .map(|c| {
+                        let timeout = c.config.combo_timeout_ms.map_or("none".to_owned(), |ms| format!("{ms} ms"));
+                        let (strategy, targets) = (c.strategy, format_targets(&c.targets));
+                        // Each part of the row owns its copy of the name.
+                        let [row, cell, name] = std::array::from_fn(|_| c.name.clone());
+                        view! {
+                            <tr class="border-b border-slate-100 align-top" data-combo=row>
+                                <td class="p-2 font-mono">{cell}</td>
+                                <td class="p-2" data-testid="strategy" title=strategy.explain()>{strategy.as_str()}</td>
+                                <td class="p-2 font-mono text-xs whitespace-pre" data-testid="targets">{targets}</td>
+                                <td class="p-2">{timeout}</td>
+                                <td class="p-2 flex flex-wrap gap-1">
+                                    <ActionForm action=delete>
+                                        <input type="hidden" name="name" value=name />
+                                        <button type="submit" class=format!("{BUTTON} text-red-700")>"Delete"</button>
+                                    </ActionForm>
+                                    <details>
+                                        <summary class="cursor-pointer text-sm">"Edit"</summary>
+                                        <ComboForm combo=Some(c) save />
+                                    </details>
+                                </td>
+                            </tr>
+                        }
+                    })
+                    .collect_view()}
+            </tbody>
+        </table>
+    }
+    .into_any()
+}
+
+/// The `provider/model` ids the catalog knows, to copy into targets.
+#[component]
+fn KnownModels(entries: Vec<CatalogEntry>) -> impl IntoView {
+    view! {
+        <details class="bg-white p-4 rounded-md shadow-sm" data-testid="known-models">
+            <summary class="cursor-pointer font-semibold">"Models you can name in targets"</summary>
+            <p class="text-xs text-slate-600 mt-1">
+                "Any provider/model works for providers that pass model ids through; these are the ones the catalog knows. A target only runs while its provider has an active connection (Providers)."
+            </p>
+            <ul class="mt-2 text-xs font-mono columns-2">
+                {entries
+                    .into_iter()
+                    .flat_map(|p| p.models.into_iter().map(move |m| format!("{}/{m}", p.id)))
+                    .map(|id| view! { <li>{id}</li> })
+                    .collect_view()}
+            </ul>
+        </details>
+    }
+}

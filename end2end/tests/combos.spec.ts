@@ -1,0 +1,64 @@
+import { test, expect, Page } from '@playwright/test';
+import { FAKE, hydrated, login } from './helpers';
+
+async function addConnection(page: Page, provider: string, name: string, apiKey: string) {
+  const resp = await page.request.post('/api/providers', {
+    data: { provider, name, apiKey, baseUrl: `${FAKE}/v1` },
+  });
+  expect(resp.status(), await resp.text()).toBe(201);
+}
+
+test('Combos: create with weights (refusing a bad line as typed), route traffic, change the strategy, delete', async ({
+  page,
+}) => {
+  await login(page);
+  await addConnection(page, 'agentrouter', 'agent-main', 'sk-combo-a');
+  await addConnection(page, 'opencode-go', 'go-main', 'sk-combo-b');
+  await page.goto('/combos');
+  await hydrated(page);
+  const form = page.getByTestId('create-combo');
+  await form.getByLabel('Name (the model clients send)').fill('e2e-split');
+  await form.getByLabel('Strategy').selectOption('weighted');
+  await expect(form.getByTestId('strategy-explain')).toContainText('drawn by weight');
+  const targets = form.getByLabel(/^Targets, in order/);
+  await targets.fill('agentrouter/fake-a 90\nfake-b 10');
+  await expect(form.locator('[data-field-error="targets"]')).toHaveText(
+    'line 2: start with provider/model, e.g. openai/gpt-4o 90',
+  );
+  await expect(targets).toHaveAttribute('aria-invalid', 'true');
+  await targets.fill('agentrouter/fake-a 90\nopencode-go/fake-b 10');
+  await expect(form.locator('[data-field-error]')).toHaveCount(0);
+  await form.getByRole('button', { name: 'Create' }).click();
+  const row = page.locator('[data-combo="e2e-split"]');
+  await expect(row.getByTestId('strategy')).toHaveText('weighted');
+  await expect(row.getByTestId('targets')).toHaveText('agentrouter/fake-a 90\nopencode-go/fake-b 10');
+  // Traffic follows the weights: most requests reach the first target's account.
+  const key = (await (await page.request.post('/api/keys', { data: { name: `combo-${Date.now()}` } })).json()).key;
+  await page.request.delete(`${FAKE}/_control/requests`);
+  for (let i = 0; i < 20; i++) {
+    const r = await page.request.post('/v1/chat/completions', {
+      headers: { Authorization: `Bearer ${key}` },
+      data: { model: 'e2e-split', messages: [{ role: 'user', content: 'hi' }] },
+    });
+    expect(r.status(), await r.text()).toBe(200);
+  }
+  const sent: { headers: Record<string, string> }[] = await (await page.request.get(`${FAKE}/_control/requests`)).json();
+  const toFirst = sent.filter((r) => r.headers['authorization'] === 'Bearer sk-combo-a').length;
+  expect(toFirst).toBeGreaterThan(12);
+  // Edit: round-robin alternates.
+  await row.getByText('Edit', { exact: true }).click();
+  await row.getByTestId('edit-combo').getByLabel('Strategy').selectOption('round-robin');
+  await row.getByRole('button', { name: 'Save' }).click();
+  await expect(row.getByTestId('strategy')).toHaveText('round-robin');
+  const saved = await (await page.request.get('/api/combos/e2e-split')).json();
+  expect(saved.strategy).toBe('round-robin');
+  expect(saved.targets[0]).toEqual({ model: 'agentrouter/fake-a', weight: 90 });
+  // A taken name is refused on create, with the field named.
+  await form.getByLabel('Name (the model clients send)').fill('e2e-split');
+  await form.getByLabel(/^Targets, in order/).fill('agentrouter/fake-a');
+  await form.getByRole('button', { name: 'Create' }).click();
+  await expect(page.getByRole('alert')).toContainText('a combo named e2e-split exists');
+  await row.getByRole('button', { name: 'Delete' }).click();
+  await expect(row).toHaveCount(0);
+  expect((await page.request.get('/api/combos/e2e-split')).status()).toBe(404);
+});
