@@ -9,6 +9,7 @@ use std::collections::HashMap;
 
 use crate::types::{
     ApiKeyList, CatalogEntry, ConnectionList, ConnectionTestResult, CreatedApiKey, FieldError, LogList,
+    alias::AliasList,
     combo::ComboList,
     monitoring::{ClearCooldownsResult, CooldownList, HealthReport, ModelCooldownList},
     rate_limits::RateLimitList,
@@ -221,6 +222,22 @@ pub async fn save_combo(
 #[server(prefix = "/sfn", endpoint = "delete_combo")]
 pub async fn delete_combo(name: String) -> Result<(), ServerFnError> {
     ssr::backend()?.delete_combo(&name).await.map_err(|e| ssr::fail("/combos", e))
+}
+
+#[server(prefix = "/sfn", endpoint = "aliases")]
+pub async fn get_aliases() -> Result<AliasList, ServerFnError> {
+    Ok(ssr::backend()?.list_aliases())
+}
+
+#[server(prefix = "/sfn", endpoint = "save_alias")]
+pub async fn save_alias(alias: String, model: String) -> Result<(), ServerFnError> {
+    let alias = crate::types::alias::Alias { alias: alias.trim().to_owned(), model: model.trim().to_owned() };
+    ssr::backend()?.put_alias(alias).await.map(drop).map_err(|e| ssr::fail("/combos", e))
+}
+
+#[server(prefix = "/sfn", endpoint = "delete_alias")]
+pub async fn delete_alias(alias: String) -> Result<(), ServerFnError> {
+    ssr::backend()?.delete_alias(&alias).await.map_err(|e| ssr::fail("/combos", e))
 }
 
 /// Every connection's rate-limit protection and request-queue load.

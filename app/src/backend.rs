@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::types::{
     ApiKeyList, CatalogEntry, ConnectionList, ConnectionTestResult, ConnectionView, CreateApiKey, CreateConnection,
     CreatedApiKey, FieldError, LogList, UpdateConnection,
+    alias::{Alias, AliasList},
     combo::{Combo, ComboList},
     monitoring::{
         ClearCooldowns, ClearCooldownsResult, ClearModelCooldowns, CooldownList, HealthReport, ModelCooldownList,
@@ -83,6 +84,10 @@ pub trait Backend: Send + Sync + 'static {
     async fn create_combo(&self, combo: Combo) -> BackendResult<Combo>;
     async fn replace_combo(&self, combo: Combo) -> BackendResult<Combo>;
     async fn delete_combo(&self, name: &str) -> BackendResult<()>;
+    fn list_aliases(&self) -> AliasList;
+    /// Creates an alias or points it elsewhere, like `PUT /api/aliases`.
+    async fn put_alias(&self, alias: Alias) -> BackendResult<Alias>;
+    async fn delete_alias(&self, alias: &str) -> BackendResult<()>;
     /// Every connection's rate-limit protection, like `GET /api/rate-limits`.
     async fn rate_limits(&self) -> BackendResult<RateLimitList>;
     /// Sets one connection's protection, like `POST /api/rate-limits`.

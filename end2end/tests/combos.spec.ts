@@ -8,7 +8,7 @@ async function addConnection(page: Page, provider: string, name: string, apiKey:
   expect(resp.status(), await resp.text()).toBe(201);
 }
 
-test('Combos: create with weights (refusing a bad line as typed), route traffic, change the strategy, delete', async ({
+test('Combos: create with weights (refusing a bad line as typed), route traffic, change the strategy, alias it, delete', async ({
   page,
 }) => {
   await login(page);
@@ -58,6 +58,23 @@ test('Combos: create with weights (refusing a bad line as typed), route traffic,
   await form.getByLabel(/^Targets, in order/).fill('agentrouter/fake-a');
   await form.getByRole('button', { name: 'Create' }).click();
   await expect(page.getByRole('alert')).toContainText('a combo named e2e-split exists');
+  // An alias for the combo routes like it; a taken name is refused.
+  const alias = page.getByTestId('add-alias');
+  await alias.getByLabel('Alias').fill('e2e-split-alias');
+  await alias.getByLabel('Stands for (provider/model or combo)').fill('e2e-split');
+  await alias.getByRole('button', { name: 'Save alias' }).click();
+  await expect(page.locator('[data-alias="e2e-split-alias"]')).toContainText('→ e2e-split');
+  const viaAlias = await page.request.post('/v1/chat/completions', {
+    headers: { Authorization: `Bearer ${key}` },
+    data: { model: 'e2e-split-alias', messages: [{ role: 'user', content: 'hi' }] },
+  });
+  expect(viaAlias.status()).toBe(200);
+  await alias.getByLabel('Alias').fill('openai');
+  await alias.getByLabel('Stands for (provider/model or combo)').fill('e2e-split');
+  await alias.getByRole('button', { name: 'Save alias' }).click();
+  await expect(page.getByRole('alert').filter({ hasText: 'alias:' })).toContainText('alias: is already the id of provider');
+  await page.locator('[data-alias="e2e-split-alias"]').getByRole('button', { name: 'Delete' }).click();
+  await expect(page.locator('[data-alias="e2e-split-alias"]')).toHaveCount(0);
   await row.getByRole('button', { name: 'Delete' }).click();
   await expect(row).toHaveCount(0);
   expect((await page.request.get('/api/combos/e2e-split')).status()).toBe(404);

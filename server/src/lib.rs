@@ -78,6 +78,7 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
         concurrency: Default::default(),
         queues: Default::default(),
         combo_states: Default::default(),
+        aliases: Default::default(),
         started_at: Instant::now(),
         client_capacity: listener::Capacity::new(config.client.max_connections),
         shutdown: Default::default(),
@@ -89,6 +90,7 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
     state.keys.reload(&state.db).await?;
     state.connections.reload(&state.db, &state.secrets).await?;
     state.combos.reload(&state.db).await?;
+    state.aliases.reload(&state.db).await?;
     Ok(state)
 }
 

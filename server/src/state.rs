@@ -34,6 +34,7 @@ pub struct AppState {
     /// Concurrency slots per connection and model (SPEC §R4).
     pub concurrency: crate::resilience::concurrency::Concurrency,
     pub queues: crate::resilience::request_queue::RequestQueues,
+    pub aliases: crate::routing::aliases::AliasRegistry,
     /// What the combo strategies remember between requests.
     pub combo_states: crate::routing::combo_state::ComboStates,
     /// Write-behind storage of the engine's breakers and connection health.

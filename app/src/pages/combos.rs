@@ -1,15 +1,17 @@
 //! `/combos`: the combos — named virtual models that fail over across
-//! providers in their strategy's order. Create, edit, delete; the targets
-//! are typed one per line and checked as they are typed, with the same
-//! rules the server applies on save. Works as plain form posts too.
+//! providers in their strategy's order — and the aliases. Create, edit,
+//! delete; the targets are typed one per line and checked as they are
+//! typed, with the same rules the server applies on save. Works as plain
+//! form posts too.
 
 use leptos::prelude::*;
 
 use crate::{
-    api::{DeleteCombo, SaveCombo, get_catalog, get_combos},
+    api::{DeleteAlias, DeleteCombo, SaveAlias, SaveCombo, get_aliases, get_catalog, get_combos},
     components::{Layout, Loading, action_error},
     types::{
         CatalogEntry,
+        alias::Alias,
         combo::{Combo, Strategy, format_targets, parse_strategy, parse_targets},
     },
 };
@@ -23,10 +25,15 @@ pub fn CombosPage() -> impl IntoView {
     let delete = ServerAction::<DeleteCombo>::new();
     let combos = Resource::new(move || (save.version().get(), delete.version().get()), |_| get_combos());
     let catalog = Resource::new(|| (), |_| get_catalog());
+    let save_alias = ServerAction::<SaveAlias>::new();
+    let delete_alias = ServerAction::<DeleteAlias>::new();
+    let aliases = Resource::new(move || (save_alias.version().get(), delete_alias.version().get()), |_| get_aliases());
     view! {
         <Layout title="Combos">
             {action_error(save)}
             {action_error(delete)}
+            {action_error(save_alias)}
+            {action_error(delete_alias)}
             <p class="mb-4 text-sm text-slate-600">
                 "A combo is a model name your clients send (\"model\": \"coding\"); the gateway tries its targets in the order its strategy gives, skipping what is cooling, locked or behind an open breaker, until one answers."
             </p>
@@ -42,6 +49,29 @@ pub fn CombosPage() -> impl IntoView {
                     }
                 })}
             </Transition>
+            <section class="mb-6 bg-white p-4 rounded-md shadow-sm">
+                <h2 class="font-semibold mb-2">"Aliases"</h2>
+                <p class="text-xs text-slate-600 mb-2">
+                    "Another name clients may send for a provider/model or a combo, e.g. fast → groq/llama-3.3-70b."
+                </p>
+                <ActionForm action=save_alias attr:class="flex flex-wrap gap-2 items-end mb-3" attr:data-testid="add-alias">
+                    <label class="flex flex-col text-sm">
+                        "Alias"
+                        <input name="alias" required class=INPUT placeholder="fast" />
+                    </label>
+                    <label class="flex flex-col text-sm">
+                        "Stands for (provider/model or combo)"
+                        <input name="model" required class=INPUT placeholder="groq/llama-3.3-70b" />
+                    </label>
+                    <button type="submit" class=BUTTON>"Save alias"</button>
+                </ActionForm>
+                <Transition fallback=Loading>
+                    {move || Suspend::new(async move {
+                        let list = aliases.await.map(|l| l.aliases).unwrap_or_default();
+                        view! { <AliasTable aliases=list delete=delete_alias /> }
+                    })}
+                </Transition>
+            </section>
             <Transition fallback=Loading>
                 {move || Suspend::new(async move {
                     let entries = catalog.await.unwrap_or_default();
@@ -186,4 +216,36 @@ fn KnownModels(entries: Vec<CatalogEntry>) -> impl IntoView {
             </ul>
         </details>
     }
+}
+
+#[component]
+fn AliasTable(aliases: Vec<Alias>, delete: ServerAction<DeleteAlias>) -> impl IntoView {
+    if aliases.is_empty() {
+        return view! { <p class="text-slate-500 text-sm" data-testid="aliases">"No aliases yet."</p> }.into_any();
+    }
+    view! {
+        <table class="w-full text-sm" data-testid="aliases">
+            <tbody>
+                {aliases
+                    .into_iter()
+                    .map(|a| {
+                        let [row, cell, name] = std::array::from_fn(|_| a.alias.clone());
+                        view! {
+                            <tr class="border-b border-slate-100" data-alias=row>
+                                <td class="p-2 font-mono">{cell}</td>
+                                <td class="p-2 font-mono">{format!("→ {}", a.model)}</td>
+                                <td class="p-2">
+                                    <ActionForm action=delete>
+                                        <input type="hidden" name="alias" value=name />
+                                        <button type="submit" class=format!("{BUTTON} text-red-700")>"Delete"</button>
+                                    </ActionForm>
+                                </td>
+                            </tr>
+                        }
+                    })
+                    .collect_view()}
+            </tbody>
+        </table>
+    }
+    .into_any()
 }

@@ -2,6 +2,7 @@
 //! accepts and returns, with the validation rules both sides run. No leptos,
 //! no IO — so the same checks run in the browser and on the server.
 
+pub mod alias;
 pub mod api_key;
 pub mod catalog;
 pub mod combo;

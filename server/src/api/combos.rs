@@ -1,6 +1,11 @@
-//! `/api/combos`: list, create (`POST`), read, replace (`PUT`), delete.
+//! `/api/combos`: list, create (`POST`), read, replace (`PUT`), delete;
+//! `/api/aliases`: list, create or re-point (`PUT {alias, model}`),
+//! delete (`DELETE {alias}`).
 
-use app::types::combo::{Combo, ComboList};
+use app::types::{
+    alias::{Alias, AliasList, AliasName},
+    combo::{Combo, ComboList},
+};
 use axum::{
     Json,
     extract::{Path, State},
@@ -9,7 +14,10 @@ use axum::{
 use std::sync::Arc;
 
 use super::{error::ApiError, json::StrictJson};
-use crate::{services::combos, state::AppState};
+use crate::{
+    services::{aliases, combos},
+    state::AppState,
+};
 
 pub async fn list(State(state): State<Arc<AppState>>) -> Json<ComboList> {
     Json(combos::list(&state))
@@ -45,5 +53,24 @@ pub async fn replace(
 
 pub async fn delete(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Result<StatusCode, ApiError> {
     combos::delete(&state, &name).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+pub async fn aliases(State(state): State<Arc<AppState>>) -> Json<AliasList> {
+    Json(aliases::list(&state))
+}
+
+pub async fn put_alias(
+    State(state): State<Arc<AppState>>,
+    StrictJson(alias): StrictJson<Alias>,
+) -> Result<Json<Alias>, ApiError> {
+    Ok(Json(aliases::put(&state, alias).await?))
+}
+
+pub async fn delete_alias(
+    State(state): State<Arc<AppState>>,
+    StrictJson(name): StrictJson<AliasName>,
+) -> Result<StatusCode, ApiError> {
+    aliases::delete(&state, &name.alias).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -58,13 +58,22 @@ impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for OptionalJ
 pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let de = &mut serde_json::Deserializer::from_slice(bytes);
     serde_path_to_error::deserialize(de).map_err(|e| {
-        // The path already ends with an unknown field's name. List items
-        // are `a.0.b`, as in every other field error.
-        let field = match e.path().to_string() {
-            p if p == "." || p == "?" => "body".to_owned(),
-            p => p.replace('[', ".").replace(']', ""),
+        // The path already ends with an unknown field's name; a missing
+        // field is named after the object that lacks it. List items are
+        // `a.0.b`, as in every other field error.
+        let message = e.inner().to_string();
+        let at = match e.path().to_string() {
+            p if p == "." || p == "?" => None,
+            p => Some(p.replace('[', ".").replace(']', "")),
         };
-        ApiError::Invalid(vec![FieldError::new(field, e.inner().to_string())])
+        let missing = message.strip_prefix("missing field `").and_then(|m| m.split_once('`')).map(|(f, _)| f);
+        let field = match (at, missing) {
+            (Some(at), Some(m)) => format!("{at}.{m}"),
+            (None, Some(m)) => m.to_owned(),
+            (Some(at), None) => at,
+            (None, None) => "body".to_owned(),
+        };
+        ApiError::Invalid(vec![FieldError::new(field, message)])
     })
 }
 
@@ -89,5 +98,6 @@ mod tests {
             "rateLimitOverrides.rpn"
         );
         assert_eq!(details("{oops")[0].field, "body");
+        assert_eq!(details(r#"{"name":"x"}"#)[0].field, "provider", "a missing field is named");
     }
 }

@@ -30,6 +30,7 @@ pub fn router(state: &Arc<AppState>) -> Router<Arc<AppState>> {
         .route("/api/providers/{id}/test", post(providers::test))
         .route("/api/combos", get(combos::list).post(combos::create))
         .route("/api/combos/{name}", get(combos::get).put(combos::replace).delete(combos::delete))
+        .route("/api/aliases", get(combos::aliases).put(combos::put_alias).delete(combos::delete_alias))
         .route("/api/keys", get(keys::list).post(keys::create))
         .route("/api/keys/{id}", delete(keys::revoke))
         .route("/api/logs", get(logs::list))

@@ -1,4 +1,5 @@
-//! `GET /v1/models`: every routable `provider/model` id, then the combos.
+//! `GET /v1/models`: every routable `provider/model` id, then the combos
+//! and the aliases.
 
 use axum::{Json, extract::State};
 use serde_json::{Value, json};
@@ -18,6 +19,13 @@ pub async fn list(State(state): State<Arc<AppState>>) -> Json<Value> {
         .collect();
     data.extend(
         state.combos.all().iter().map(|c| json!({"id": c.name, "object": "model", "created": 0, "owned_by": "combo"})),
+    );
+    data.extend(
+        state
+            .aliases
+            .all()
+            .into_iter()
+            .map(|a| json!({"id": a.alias, "object": "model", "created": 0, "owned_by": "alias"})),
     );
     Json(json!({"object": "list", "data": data}))
 }

@@ -122,9 +122,12 @@ pub async fn serve(state: &Arc<AppState>, req: &ClientRequest, inbound: &Inbound
         passthrough_headers: &req.passthrough_headers,
         recovered: Default::default(),
     };
-    let plan = match state.combos.get(&req.model) {
+    // An alias stands for a combo or a provider/model (SPEC §A).
+    let aliased = state.aliases.resolve(&req.model);
+    let model = aliased.as_deref().unwrap_or(&req.model);
+    let plan = match state.combos.get(model) {
         Some(combo) => Plan::combo(combo, &snapshot, state),
-        None => Plan::single(resolve(&req.model, &snapshot).map_err(|e| match e {
+        None => Plan::single(resolve(model, &snapshot).map_err(|e| match e {
             ResolveError::Ambiguous(..) => ProxyError::bad_field("model", e.to_string()),
             ResolveError::Unknown(_) => ProxyError {
                 param: Some("model".into()),

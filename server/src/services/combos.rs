@@ -20,6 +20,8 @@ pub async fn put(state: &AppState, combo: Combo) -> Result<Combo, ServiceError> 
     let mut errors = Vec::new();
     if let Some(taken) = shadowed(&combo.name) {
         errors.push(app::types::FieldError::new("name", format!("is already {taken}; choose another name")));
+    } else if state.aliases.resolve(&combo.name).is_some() {
+        errors.push(app::types::FieldError::new("name", "is already an alias; choose another name"));
     }
     for (i, t) in combo.targets.iter().enumerate() {
         let provider = t.model.split_once('/').map_or("", |(p, _)| p);
@@ -41,7 +43,7 @@ pub async fn put(state: &AppState, combo: Combo) -> Result<Combo, ServiceError> 
 
 /// What a combo named `name` would take traffic from: a provider id, or
 /// a model id a provider serves (clients may send it bare).
-fn shadowed(name: &str) -> Option<String> {
+pub fn shadowed(name: &str) -> Option<String> {
     if let Some(p) = catalog::find(name) {
         return Some(format!("the id of provider {}", p.name));
     }
@@ -51,7 +53,12 @@ fn shadowed(name: &str) -> Option<String> {
         .map(|p| format!("a model of {} ({}/{name})", p.name, p.id))
 }
 
+/// Deletes the combo, unless an alias still points at it.
 pub async fn delete(state: &AppState, name: &str) -> Result<(), ServiceError> {
+    if let Some(a) = state.aliases.all().into_iter().find(|a| a.model == name) {
+        let why = format!("alias {} points at this combo; delete or re-point it first", a.alias);
+        return Err(ServiceError::field("name", why));
+    }
     if !repo::delete(&state.db, name).await? {
         return Err(ServiceError::NotFound("combo"));
     }

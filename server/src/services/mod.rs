@@ -2,6 +2,7 @@
 //! and the dashboard's server functions. They validate, decide, call the
 //! repositories, and refresh the in-memory registries the proxy reads.
 
+pub mod aliases;
 pub mod combos;
 pub mod connections;
 pub mod keys;

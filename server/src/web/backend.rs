@@ -5,6 +5,7 @@ use app::{
     types::{
         ApiKeyList, CatalogEntry, ConnectionList, ConnectionTestResult, ConnectionView, CreateApiKey, CreateConnection,
         CreatedApiKey, FieldError, LogList, UpdateConnection,
+        alias::{Alias, AliasList},
         combo::{Combo, ComboList},
         monitoring::{
             ClearCooldowns, ClearCooldownsResult, ClearModelCooldowns, CooldownList, HealthReport, ModelCooldownList,
@@ -107,6 +108,18 @@ impl Backend for WebBackend {
 
     async fn delete_combo(&self, name: &str) -> BackendResult<()> {
         services::combos::delete(&self.state, name).await.map_err(err)
+    }
+
+    fn list_aliases(&self) -> AliasList {
+        services::aliases::list(&self.state)
+    }
+
+    async fn put_alias(&self, alias: Alias) -> BackendResult<Alias> {
+        services::aliases::put(&self.state, alias).await.map_err(err)
+    }
+
+    async fn delete_alias(&self, alias: &str) -> BackendResult<()> {
+        services::aliases::delete(&self.state, alias).await.map_err(err)
     }
 
     async fn rate_limits(&self) -> BackendResult<RateLimitList> {

@@ -4,5 +4,6 @@ pub mod api_key;
 pub mod circuit_breaker;
 pub mod combo;
 pub mod key_value;
+pub mod model_alias;
 pub mod provider_connection;
 pub mod proxy_log;
