@@ -21,9 +21,9 @@ test('Combos: create with weights (refusing a bad line as typed), route traffic,
   await form.getByLabel('Strategy').selectOption('weighted');
   await expect(form.getByTestId('strategy-explain')).toContainText('drawn by weight');
   const targets = form.getByLabel(/^Targets, in order/);
-  await targets.fill('agentrouter/fake-a 90\nfake-b 10');
+  await targets.fill('agentrouter/fake-a 90\nopencode-go/ 10');
   await expect(form.locator('[data-field-error="targets"]')).toHaveText(
-    'line 2: start with provider/model, e.g. openai/gpt-4o 90',
+    "line 2: start with provider/model or a combo's name, e.g. openai/gpt-4o 90",
   );
   await expect(targets).toHaveAttribute('aria-invalid', 'true');
   await targets.fill('agentrouter/fake-a 90\nopencode-go/fake-b 10');

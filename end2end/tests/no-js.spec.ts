@@ -102,11 +102,11 @@ test('combos are created, edited and deleted as plain form posts; a refusal come
   await form.getByRole('button', { name: 'Create' }).click();
   const row = page.locator('[data-combo="nojs-combo"]');
   await expect(row.getByTestId('strategy')).toHaveText('random');
-  // The server applies the browser's rules: a bad line is refused, nothing saved.
+  // A target that names neither a provider/model nor a combo is refused, nothing saved.
   await form.locator('input[name=name]').fill('nojs-bad');
   await form.locator('textarea[name=targets]').fill('deepseek-chat');
   await form.getByRole('button', { name: 'Create' }).click();
-  await expect(page.getByRole('alert')).toContainText('targets: line 1: start with provider/model');
+  await expect(page.getByRole('alert')).toContainText('names no provider/model and no combo called');
   await expect(page.locator('[data-combo="nojs-bad"]')).toHaveCount(0);
   await row.getByText('Edit').click();
   await row.locator('select[name=strategy]').selectOption('least-used');

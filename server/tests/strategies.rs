@@ -90,3 +90,37 @@ async fn a_combo_that_runs_out_of_time_answers_combo_timeout_without_trying_furt
     let gw = Gateway::start_in(dir).await;
     assert_eq!(gw.get_json("/api/combos/spread").await["config"], json!({"comboTimeoutMs": 300}));
 }
+
+async fn save(gw: &Gateway, name: &str, targets: Value) -> (u16, Value) {
+    let combo = json!({"name": name, "strategy": "priority", "targets": targets});
+    let resp = gw.api(Method::PUT, &format!("/api/combos/{name}")).json(&combo).send().await.unwrap();
+    (resp.status().as_u16(), resp.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn a_combo_may_name_a_combo_whose_targets_take_its_place() {
+    let (fake, gw) = Gateway::with_fake().await;
+    gw.without_cooldowns().await;
+    gw.add_connection("openai", "o", "sk-o", &v1(&fake), 0).await;
+    gw.add_connection("deepseek", "d", "sk-d", &v1(&fake), 0).await;
+    assert_eq!(save(&gw, "inner", json!([{"model": "deepseek/deepseek-chat"}])).await.0, 200);
+    assert_eq!(save(&gw, "outer", json!([{"model": "openai/gpt-4o-mini"}, {"model": "inner"}])).await.0, 200);
+    fake.push_rule(Rule { api_key: Some("sk-o".into()), status: Some(503), times: Some(1), ..Rule::default() });
+    assert_eq!(gw.chat(chat_body("outer", false), None).await.status(), 200);
+    assert_eq!(keys(&fake), ["sk-o", "sk-d"], "the nested combo's target served after the first failed");
+    // No cycles, at most three deep, and a named combo stays while named.
+    let (status, body) = save(&gw, "inner", json!([{"model": "outer"}])).await;
+    assert_eq!((status, &body["error"]["details"][0]["field"]), (400, &json!("targets.0.model")), "{body}");
+    assert!(body.to_string().contains("leads back"), "{body}");
+    assert_eq!(save(&gw, "c3", json!([{"model": "openai/gpt-4o"}])).await.0, 200);
+    assert_eq!(save(&gw, "c2", json!([{"model": "c3"}])).await.0, 200);
+    assert_eq!(save(&gw, "c1", json!([{"model": "c2"}])).await.0, 200, "three deep is allowed");
+    let (status, body) = save(&gw, "c0", json!([{"model": "c1"}])).await;
+    assert_eq!(status, 400, "four deep is not: {body}");
+    assert!(body.to_string().contains("at most 3"), "{body}");
+    let (status, body) = save(&gw, "c9", json!([{"model": "no-such-combo"}])).await;
+    assert_eq!(status, 400, "{body}");
+    let refused = gw.api(Method::DELETE, "/api/combos/inner").send().await.unwrap();
+    assert_eq!(refused.status(), 400);
+    assert!(refused.text().await.unwrap().contains("combo outer lists this combo"));
+}

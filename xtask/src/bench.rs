@@ -19,7 +19,9 @@
 //!
 //! 6. the request queue (SPEC §R5), which the other phases run without
 //!    (`RATE_LIMIT_AUTO_ENABLE=false`): its CPU per request with limits never
-//!    reached, and the RSS of 1,000 requests waiting in it (`protection`).
+//!    reached (paired rounds, and its path alone in
+//!    `server/benches/request_queue.rs`), and the RSS of 1,000 requests
+//!    waiting in it (`protection`).
 //!
 //! Also the gateway's CPU time per request (from /proc, during phase 1)
 //! and its RSS idle and under load. Writes `target/bench/latest.json`.
@@ -101,6 +103,9 @@ pub fn run() -> anyhow::Result<()> {
     step("resilience gates micro-benchmark (100 providers × 10 connections)");
     let gates = util::output(cargo().args(["bench", "-q", "-p", "server", "--bench", "gates"]))?;
     report["gates"] = serde_json::from_str(gates.trim())?;
+    step("request-queue path micro-benchmark (protected connection, limits never reached)");
+    let queue = util::output(cargo().args(["bench", "-q", "-p", "server", "--bench", "request_queue"]))?;
+    report["protection"]["pathMicroBench"] = serde_json::from_str(queue.trim())?;
     step("combo strategies micro-benchmark (20 targets)");
     let strategies = util::output(cargo().args(["bench", "-q", "-p", "server", "--bench", "strategies"]))?;
     report["strategies"] = serde_json::from_str(strategies.trim())?;

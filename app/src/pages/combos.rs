@@ -124,7 +124,7 @@ fn ComboForm(combo: Option<Combo>, save: ServerAction<SaveCombo>) -> impl IntoVi
             </div>
             <p class="text-xs text-slate-600" data-testid="strategy-explain">{move || chosen.get().explain()}</p>
             <label class="flex flex-col text-sm">
-                "Targets, in order — one per line: provider/model, then optionally a weight (0–100) and @connection-id"
+                "Targets, in order — one per line: provider/model (or another combo's name), then optionally a weight (0–100) and @connection-id"
                 <textarea
                     name="targets"
                     rows="3"

@@ -7,6 +7,8 @@ use super::validation::{Errors, FieldError};
 
 /// Most targets one combo may list.
 pub const MAX_COMBO_TARGETS: usize = 50;
+/// How deep combos may nest (a combo naming a combo naming a combo).
+pub const MAX_COMBO_DEPTH: usize = 3;
 
 /// Most a target's weight may be.
 pub const MAX_WEIGHT: u32 = 100;
@@ -89,7 +91,9 @@ impl Strategy {
     }
 }
 
-/// One target: `provider/model`, optionally pinned to one connection.
+/// One target: `provider/model` (optionally pinned to one connection), or
+/// the name of another combo, whose targets take its place (nested combos,
+/// at most [`MAX_COMBO_DEPTH`] deep).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ComboTarget {
@@ -99,6 +103,13 @@ pub struct ComboTarget {
     /// Share of traffic under `weighted` (0–100; all 0 = an even split).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weight: Option<u32>,
+}
+
+impl ComboTarget {
+    /// The combo this target names, when it names one (no `provider/`).
+    pub fn combo_ref(&self) -> Option<&str> {
+        (!self.model.contains('/')).then_some(self.model.as_str())
+    }
 }
 
 /// Per-combo behaviour beyond the strategy.
@@ -135,9 +146,16 @@ impl Combo {
             e.push("targets", format!("must list 1 to {MAX_COMBO_TARGETS} targets"));
         }
         for (i, t) in self.targets.iter().enumerate() {
-            let ok = t.model.split_once('/').is_some_and(|(p, m)| !p.is_empty() && !m.is_empty());
-            if !ok {
-                e.push(&format!("targets.{i}.model"), "must be provider/model");
+            let field = format!("targets.{i}.model");
+            match t.combo_ref() {
+                Some(name) => e.model_name(&field, name, 64),
+                None if !t.model.split_once('/').is_some_and(|(p, m)| !p.is_empty() && !m.is_empty()) => {
+                    e.push(&field, "must be provider/model or a combo's name");
+                }
+                None => {}
+            }
+            if t.combo_ref().is_some() && t.connection_id.is_some() {
+                e.push(&format!("targets.{i}.connectionId"), "a combo target cannot be pinned to a connection");
             }
             if t.weight.is_some_and(|w| w > MAX_WEIGHT) {
                 e.push(&format!("targets.{i}.weight"), format!("must be 0 to {MAX_WEIGHT}"));
@@ -160,8 +178,8 @@ pub fn parse_targets(text: &str) -> Result<Vec<ComboTarget>, FieldError> {
         let n = i + 1;
         let mut words = line.split_whitespace();
         let model = words.next().unwrap_or_default();
-        if !model.split_once('/').is_some_and(|(p, m)| !p.is_empty() && !m.is_empty()) {
-            return Err(bad(n, "start with provider/model, e.g. openai/gpt-4o 90"));
+        if model.contains('/') && !model.split_once('/').is_some_and(|(p, m)| !p.is_empty() && !m.is_empty()) {
+            return Err(bad(n, "start with provider/model or a combo's name, e.g. openai/gpt-4o 90"));
         }
         let mut target = ComboTarget { model: model.to_owned(), connection_id: None, weight: None };
         for word in words {
@@ -238,9 +256,12 @@ mod tests {
         assert_eq!(fields(Combo { name: "a b".into(), ..ok.clone() }), ["name"]);
         assert_eq!(fields(Combo { targets: vec![], ..ok.clone() }), ["targets"]);
         assert_eq!(
-            fields(Combo { targets: vec![target("gpt-4o"), target("openai/")], ..ok }),
+            fields(Combo { targets: vec![target("a b"), target("openai/")], ..ok.clone() }),
             ["targets.0.model", "targets.1.model"]
         );
+        let pinned_ref = ComboTarget { connection_id: Some("c1".into()), ..target("other-combo") };
+        assert_eq!(fields(Combo { targets: vec![pinned_ref], ..ok.clone() }), ["targets.0.connectionId"]);
+        assert_eq!(Combo { targets: vec![target("other-combo")], ..ok }.validate(), Ok(()), "a combo may name a combo");
         let unknown: Result<Combo, _> = serde_json::from_str(r#"{"name":"x","strategy":"fusion","targets":[]}"#);
         assert!(unknown.is_err(), "strategies not built yet are refused");
     }
@@ -271,7 +292,11 @@ mod tests {
         assert_eq!(targets[2].weight, None);
         assert_eq!(parse_targets(&format_targets(&targets)).unwrap(), targets);
         let err = |t: &str| parse_targets(t).unwrap_err().message;
-        assert_eq!(err("openai/gpt-4o\ngpt-4o"), "line 2: start with provider/model, e.g. openai/gpt-4o 90");
+        assert_eq!(
+            err("openai/gpt-4o\nopenai/"),
+            "line 2: start with provider/model or a combo's name, e.g. openai/gpt-4o 90"
+        );
+        assert_eq!(parse_targets("backup 10").unwrap()[0].combo_ref(), Some("backup"));
         assert!(err("openai/gpt-4o 101").contains("neither a weight"));
         assert!(err(" \n").contains("at least one target"));
         assert_eq!(parse_strategy("round-robin"), Ok(Strategy::RoundRobin));

@@ -1,7 +1,7 @@
 //! Combos as the API manages them: validated (known providers), stored,
 //! and the in-memory registry the proxy reads refreshed.
 
-use app::types::combo::{Combo, ComboList};
+use app::types::combo::{Combo, ComboList, MAX_COMBO_DEPTH};
 
 use super::ServiceError;
 use crate::{db::combos as repo, state::AppState, upstream::catalog};
@@ -24,6 +24,12 @@ pub async fn put(state: &AppState, combo: Combo) -> Result<Combo, ServiceError> 
         errors.push(app::types::FieldError::new("name", "is already an alias; choose another name"));
     }
     for (i, t) in combo.targets.iter().enumerate() {
+        if let Some(name) = t.combo_ref() {
+            if let Err(why) = nesting(state, &combo.name, name) {
+                errors.push(app::types::FieldError::new(format!("targets.{i}.model"), why));
+            }
+            continue;
+        }
         let provider = t.model.split_once('/').map_or("", |(p, _)| p);
         if catalog::find(provider).is_none() {
             errors.push(app::types::FieldError::new(
@@ -39,6 +45,36 @@ pub async fn put(state: &AppState, combo: Combo) -> Result<Combo, ServiceError> 
     state.combos.reload(&state.db).await?;
     tracing::info!(combo = %combo.name, targets = combo.targets.len(), "combo saved");
     Ok(combo)
+}
+
+/// Whether combo `root` may name combo `name` as a target: it exists,
+/// does not lead back to `root`, and nests at most `MAX_COMBO_DEPTH` deep.
+fn nesting(state: &AppState, root: &str, name: &str) -> Result<(), String> {
+    fn depth(state: &AppState, root: &str, combo: &Combo, level: usize) -> Result<usize, String> {
+        let mut deepest = level;
+        for sub in combo.targets.iter().filter_map(|t| t.combo_ref()) {
+            if sub == root {
+                return Err(format!("combo {:?} leads back to {root:?}: combos cannot contain themselves", combo.name));
+            }
+            if level > MAX_COMBO_DEPTH {
+                break;
+            }
+            if let Some(c) = state.combos.get(sub) {
+                deepest = deepest.max(depth(state, root, &c, level + 1)?);
+            }
+        }
+        Ok(deepest)
+    }
+    if name == root {
+        return Err("a combo cannot contain itself".to_owned());
+    }
+    let Some(combo) = state.combos.get(name) else {
+        return Err(format!("names no provider/model and no combo called {name:?}"));
+    };
+    match depth(state, root, &combo, 2)? {
+        d if d > MAX_COMBO_DEPTH => Err(format!("nests combos {d} deep; at most {MAX_COMBO_DEPTH}")),
+        _ => Ok(()),
+    }
 }
 
 /// What a combo named `name` would take traffic from: a provider id, or
@@ -57,6 +93,11 @@ pub fn shadowed(name: &str) -> Option<String> {
 pub async fn delete(state: &AppState, name: &str) -> Result<(), ServiceError> {
     if let Some(a) = state.aliases.all().into_iter().find(|a| a.model == name) {
         let why = format!("alias {} points at this combo; delete or re-point it first", a.alias);
+        return Err(ServiceError::field("name", why));
+    }
+    if let Some(parent) = state.combos.all().into_iter().find(|c| c.targets.iter().any(|t| t.combo_ref() == Some(name)))
+    {
+        let why = format!("combo {} lists this combo as a target; remove it there first", parent.name);
         return Err(ServiceError::field("name", why));
     }
     if !repo::delete(&state.db, name).await? {

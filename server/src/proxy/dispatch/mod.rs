@@ -209,7 +209,7 @@ pub async fn run(
                 Ok(response) => {
                     if let Some(c) = &plan.combo {
                         state.engine.record_target_success(provider.id, pinned);
-                        let position = (planned.index, c.targets.len());
+                        let position = (planned.index, plan.targets.len());
                         state.combo_states.served(&c.name, &planned.key, provider.id, position, tried_at.elapsed());
                     }
                     return Ok(response);
@@ -330,14 +330,16 @@ async fn serve_on(
     failures: &mut Vec<Failure>,
 ) -> Option<Response> {
     let guard = AttemptGuard::start(state, call, conn, &t.cfg, t.probe.take(), slots);
-    let failure = match attempt(state, call, guard).await {
+    // Boxed: a request waiting for its slots (often many of them, queued)
+    // then holds a small future, not the whole attempt's state machine.
+    let failure = match Box::pin(attempt(state, call, guard)).await {
         Tried::Answer(response) => return Some(response),
         Tried::Failed(f) => f,
         Tried::EarlyEof(_) => match slots::wait(state, call, conn, t.requester).await {
             Err(refused) => refused,
             Ok(slots) => {
                 let guard = AttemptGuard::start(state, call, conn, &t.cfg, t.probe.take(), slots);
-                match attempt(state, call, guard).await {
+                match Box::pin(attempt(state, call, guard)).await {
                     Tried::Answer(response) => return Some(response),
                     Tried::Failed(f) | Tried::EarlyEof(f) => f,
                 }

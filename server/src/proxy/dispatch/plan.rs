@@ -1,9 +1,10 @@
 //! The plan: the ordered targets one request may be served by. A single
-//! model is a plan of one target; a combo lists its targets in the order
-//! its strategy gives (`routing::strategies`). A target that names no
-//! known provider stays in the plan, to be reported as skipped.
+//! model is a plan of one target; a combo lists its targets — a nested
+//! combo's targets in its place — in the order its strategy gives
+//! (`routing::strategies`). A target that names no known provider stays
+//! in the plan, to be reported as skipped.
 
-use app::types::combo::{Combo, ComboTarget, Strategy};
+use app::types::combo::{Combo, ComboTarget, MAX_COMBO_DEPTH, Strategy};
 use std::sync::Arc;
 
 use crate::{
@@ -20,11 +21,14 @@ use crate::{
 pub struct Planned {
     /// The target as the combo lists it (`provider/model`).
     pub spec: String,
-    /// Its identity within the combo (position, model, pinned connection):
-    /// what the strategies' memory is keyed by.
+    /// Its identity within the combo (its position — through nested
+    /// combos — its model and pinned connection): what the strategies'
+    /// memory is keyed by.
     pub key: String,
-    /// Its position in the combo's list.
+    /// Its position in the combo's (flattened) list.
     pub index: usize,
+    /// Its `weighted` share.
+    pub weight: u32,
     /// `None` when it names no known provider.
     pub target: Option<Target>,
     /// A combo target pinned to one connection.
@@ -40,14 +44,16 @@ pub struct Plan {
 impl Plan {
     pub fn single(target: Target) -> Self {
         let spec = format!("{}/{}", target.provider.id, target.model);
-        let planned = Planned { key: spec.clone(), spec, index: 0, target: Some(target), pinned: None };
+        let planned = Planned { key: spec.clone(), spec, index: 0, weight: 0, target: Some(target), pinned: None };
         Self { combo: None, targets: vec![planned] }
     }
 
     /// The combo's targets in its strategy's order.
     pub fn combo(combo: Arc<Combo>, snapshot: &Snapshot, state: &AppState) -> Self {
+        let mut flat = Vec::new();
+        flatten(state, &combo, "", 1, &mut vec![combo.name.clone()], &mut flat);
         let mut targets: Vec<Planned> =
-            combo.targets.iter().enumerate().map(|(i, t)| planned(i, t, snapshot)).collect();
+            flat.into_iter().enumerate().map(|(i, (key, t))| planned(i, key, t, snapshot)).collect();
         if combo.strategy != Strategy::Priority {
             let order = strategy_order(&combo, &targets, snapshot, state);
             let mut slots: Vec<Option<Planned>> = targets.into_iter().map(Some).collect();
@@ -57,17 +63,46 @@ impl Plan {
     }
 }
 
-fn planned(index: usize, t: &ComboTarget, snapshot: &Snapshot) -> Planned {
-    let key = match &t.connection_id {
-        Some(c) => format!("{index}:{}@{c}", t.model),
-        None => format!("{index}:{}", t.model),
-    };
+/// The combo's targets with nested combos expanded in place, depth first.
+/// Saving refuses cycles and nesting deeper than `MAX_COMBO_DEPTH`; should
+/// the stored combos hold one anyway, the repeated or too-deep combo is
+/// left out rather than followed.
+fn flatten(
+    state: &AppState,
+    combo: &Combo,
+    path: &str,
+    depth: usize,
+    on_path: &mut Vec<String>,
+    out: &mut Vec<(String, ComboTarget)>,
+) {
+    for (i, t) in combo.targets.iter().enumerate() {
+        let position = format!("{path}{i}");
+        match t.combo_ref() {
+            None => {
+                let pin = t.connection_id.as_ref().map(|c| format!("@{c}")).unwrap_or_default();
+                out.push((format!("{position}:{}{pin}", t.model), t.clone()));
+            }
+            Some(name) if depth < MAX_COMBO_DEPTH && !on_path.iter().any(|n| n == name) => {
+                let Some(sub) = state.combos.get(name) else { continue };
+                on_path.push(name.to_owned());
+                flatten(state, &sub, &format!("{position}>"), depth + 1, on_path, out);
+                on_path.pop();
+            }
+            Some(name) => {
+                tracing::warn!(combo = %combo.name, nested = name, "nested combo left out (cycle or too deep)")
+            }
+        }
+    }
+}
+
+fn planned(index: usize, key: String, t: ComboTarget, snapshot: &Snapshot) -> Planned {
     Planned {
-        spec: t.model.clone(),
+        target: resolve::resolve(&t.model, snapshot).ok(),
+        spec: t.model,
         key,
         index,
-        target: resolve::resolve(&t.model, snapshot).ok(),
-        pinned: t.connection_id.clone(),
+        weight: t.weight.unwrap_or(0),
+        pinned: t.connection_id,
     }
 }
 
@@ -79,8 +114,7 @@ fn strategy_order(combo: &Combo, targets: &[Planned], snapshot: &Snapshot, state
     let eligibility = strategies::needs_eligibility(combo.strategy);
     let candidates: Vec<Candidate> = targets
         .iter()
-        .zip(&combo.targets)
-        .map(|(p, t)| {
+        .map(|p| {
             let health = p.target.as_ref().map_or(Health::Open, |target| {
                 let cfg = engine::breaker_config(&settings, target.provider.category);
                 match state.engine.breaker_state(target.provider.id, &cfg) {
@@ -92,7 +126,7 @@ fn strategy_order(combo: &Combo, targets: &[Planned], snapshot: &Snapshot, state
             Candidate {
                 key: p.key.clone(),
                 provider: p.spec.split_once('/').map_or("", |(provider, _)| provider).to_owned(),
-                weight: t.weight.unwrap_or(0),
+                weight: p.weight,
                 health,
                 eligible: eligibility && health != Health::Open && usable(state, snapshot, p),
                 stats: memory.targets.get(&p.key).copied().unwrap_or_default(),

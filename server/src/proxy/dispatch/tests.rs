@@ -175,3 +175,31 @@ async fn with_stream_recovery_an_early_break_is_retried_where_the_client_cannot_
     assert!(!body.contains("\"error\""), "{body}");
     assert!(h.state.engine.health("a").rate_limited_until.is_some(), "the break counted against a");
 }
+
+/// A queued request is parked inside `run`: boxing the attempt keeps what
+/// it holds there smaller than one attempt's state (1,000 queued requests
+/// cost their futures, SPEC §R5's memory budget).
+#[tokio::test]
+async fn a_request_waiting_for_its_slots_does_not_hold_an_attempts_state() {
+    let h = harness().await;
+    let body = Bytes::from(r#"{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}"#);
+    let req = ClientRequest::parse(Protocol::OpenaiChat, body, &HeaderMap::new()).unwrap();
+    let caller = Caller {
+        request_id: "r1",
+        endpoint: "/v1/chat/completions",
+        client: Protocol::OpenaiChat,
+        stream: false,
+        key: None,
+        passthrough_headers: &req.passthrough_headers,
+        recovered: Default::default(),
+    };
+    let target = Target { provider: catalog::find("openai").unwrap(), model: "gpt-4o-mini".into() };
+    let plan = Plan::single(target.clone());
+    let waiting = std::mem::size_of_val(&run(&h.state, &h.snapshot, &plan, &caller, |p, m| req.body_for(p, m)));
+    let call = Call { caller: &caller, target: &target, body: Bytes::new() };
+    let conn = h.snapshot.candidates("openai")[0].clone();
+    let cfg = crate::resilience::engine::breaker_config(&h.state.resilience.current(), app::types::Category::Apikey);
+    let guard = AttemptGuard::start(&h.state, &call, &conn, &cfg, None, Slots::default());
+    let one_attempt = std::mem::size_of_val(&attempt(&h.state, &call, guard));
+    assert!(waiting < one_attempt, "run {waiting} B, one attempt {one_attempt} B");
+}
