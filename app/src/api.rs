@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use crate::types::{
     ApiKeyList, CatalogEntry, ConnectionList, ConnectionTestResult, CreatedApiKey, FieldError, LogList,
     alias::AliasList,
-    combo::ComboList,
+    combo::{ComboList, ComboStatusList},
     monitoring::{ClearCooldownsResult, CooldownList, HealthReport, ModelCooldownList},
     rate_limits::RateLimitList,
     settings::ResilienceView,
@@ -227,6 +227,11 @@ pub async fn delete_combo(name: String) -> Result<(), ServerFnError> {
 #[server(prefix = "/sfn", endpoint = "aliases")]
 pub async fn get_aliases() -> Result<AliasList, ServerFnError> {
     Ok(ssr::backend()?.list_aliases())
+}
+
+#[server(prefix = "/sfn", endpoint = "combo_status")]
+pub async fn get_combo_status() -> Result<ComboStatusList, ServerFnError> {
+    Ok(ssr::backend()?.combo_status())
 }
 
 #[server(prefix = "/sfn", endpoint = "save_alias")]

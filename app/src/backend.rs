@@ -8,7 +8,7 @@ use crate::types::{
     ApiKeyList, CatalogEntry, ConnectionList, ConnectionTestResult, ConnectionView, CreateApiKey, CreateConnection,
     CreatedApiKey, FieldError, LogList, UpdateConnection,
     alias::{Alias, AliasList},
-    combo::{Combo, ComboList},
+    combo::{Combo, ComboList, ComboStatusList},
     monitoring::{
         ClearCooldowns, ClearCooldownsResult, ClearModelCooldowns, CooldownList, HealthReport, ModelCooldownList,
         ResetResult,
@@ -80,6 +80,8 @@ pub trait Backend: Send + Sync + 'static {
     async fn delete_connection(&self, id: &str) -> BackendResult<()>;
     async fn test_connection(&self, id: &str) -> BackendResult<ConnectionTestResult>;
     fn list_combos(&self) -> ComboList;
+    /// Each combo's targets as they stand now.
+    fn combo_status(&self) -> ComboStatusList;
     /// Creates a combo; a taken name is refused on the `name` field.
     async fn create_combo(&self, combo: Combo) -> BackendResult<Combo>;
     async fn replace_combo(&self, combo: Combo) -> BackendResult<Combo>;

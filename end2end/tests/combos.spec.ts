@@ -45,6 +45,11 @@ test('Combos: create with weights (refusing a bad line as typed), route traffic,
   const sent: { headers: Record<string, string> }[] = await (await page.request.get(`${FAKE}/_control/requests`)).json();
   const toFirst = sent.filter((r) => r.headers['authorization'] === 'Bearer sk-combo-a').length;
   expect(toFirst).toBeGreaterThan(12);
+  // The row says what its targets are doing now and which served last (it refreshes every 5 s).
+  await expect(row.getByTestId('last-served')).toHaveText(/^last served: (agentrouter\/fake-a|opencode-go\/fake-b)$/, {
+    timeout: 11_000,
+  });
+  await expect(row.locator('[data-testid="now"] [data-ready="true"]')).toHaveCount(2);
   // Edit: round-robin alternates.
   await row.getByText('Edit', { exact: true }).click();
   await row.getByTestId('edit-combo').getByLabel('Strategy').selectOption('round-robin');

@@ -124,3 +124,24 @@ async fn a_combo_may_name_a_combo_whose_targets_take_its_place() {
     assert_eq!(refused.status(), 400);
     assert!(refused.text().await.unwrap().contains("combo outer lists this combo"));
 }
+
+#[tokio::test]
+async fn the_combo_status_says_which_targets_could_run_why_not_and_what_served_last() {
+    let (fake, gw) = two_targets("priority", [0, 0], json!({})).await;
+    let put = json!({"name": "spread", "strategy": "priority", "targets": [
+        {"model": "openai/gpt-4o-mini"}, {"model": "deepseek/deepseek-chat"}, {"model": "groq/llama-3.3-70b"},
+    ]});
+    assert_eq!(gw.api(Method::PUT, "/api/combos/spread").json(&put).send().await.unwrap().status(), 200);
+    fake.push_rule(Rule { api_key: Some("sk-o".into()), status: Some(429), times: Some(1), ..Rule::default() });
+    let off = json!({"comboCooldownWait": {"enabled": false}});
+    assert_eq!(gw.api(Method::PATCH, "/api/resilience").json(&off).send().await.unwrap().status(), 200);
+    send(&gw, 1).await;
+    let status = server::services::combos::status(&gw.state);
+    let combo = &status.combos[0];
+    let [openai, deepseek, groq] = &combo.targets[..] else { panic!("{combo:?}") };
+    assert!(!openai.ready && openai.reason.as_deref() == Some("every connection is cooling down"), "{openai:?}");
+    assert!(openai.retry_after_ms.is_some_and(|ms| ms > 0));
+    assert!(deepseek.ready, "{deepseek:?}");
+    assert_eq!((groq.ready, groq.reason.as_deref()), (false, Some("no active connection serves it")));
+    assert_eq!(combo.last_served.as_deref(), Some("deepseek/deepseek-chat"));
+}

@@ -380,5 +380,9 @@ fn print_report(r: &Value) {
         f("/protection/cpuAddedMicros"),
         f("/protection/rpsRatioOnToOff")
     );
+    println!(
+        "  queue path alone   {:.0} ns/request (micro-bench: settings, lookup, start, finish)",
+        f("/protection/pathMicroBench/nsPerRequest")
+    );
     println!("  1,000 queued       RSS +{:.1} MB (target ≤ 20)", f("/protection/queuedMemory/rssAddedBytes") / 1e6);
 }

@@ -7,12 +7,12 @@
 use leptos::prelude::*;
 
 use crate::{
-    api::{DeleteAlias, DeleteCombo, SaveAlias, SaveCombo, get_aliases, get_catalog, get_combos},
-    components::{Layout, Loading, action_error},
+    api::{DeleteAlias, DeleteCombo, SaveAlias, SaveCombo, get_aliases, get_catalog, get_combo_status, get_combos},
+    components::{Countdown, Layout, Loading, REFRESH_TICKS, action_error, use_ticker},
     types::{
         CatalogEntry,
         alias::Alias,
-        combo::{Combo, Strategy, format_targets, parse_strategy, parse_targets},
+        combo::{Combo, ComboStatusList, Strategy, format_targets, parse_strategy, parse_targets},
     },
 };
 
@@ -24,6 +24,10 @@ pub fn CombosPage() -> impl IntoView {
     let save = ServerAction::<SaveCombo>::new();
     let delete = ServerAction::<DeleteCombo>::new();
     let combos = Resource::new(move || (save.version().get(), delete.version().get()), |_| get_combos());
+    // What each combo's targets are doing now, refreshed like Health.
+    let tick = use_ticker(std::time::Duration::from_secs(1));
+    let status = Resource::new(move || (tick.get() / REFRESH_TICKS, save.version().get()), |_| get_combo_status());
+    let live = Live { status, tick };
     let catalog = Resource::new(|| (), |_| get_catalog());
     let save_alias = ServerAction::<SaveAlias>::new();
     let delete_alias = ServerAction::<DeleteAlias>::new();
@@ -44,7 +48,7 @@ pub fn CombosPage() -> impl IntoView {
             <Transition fallback=Loading>
                 {move || Suspend::new(async move {
                     match combos.await {
-                        Ok(list) => view! { <ComboTable combos=list.combos save delete /> }.into_any(),
+                        Ok(list) => view! { <ComboTable combos=list.combos save delete live /> }.into_any(),
                         Err(e) => view! { <p role="alert">{e.to_string()}</p> }.into_any(),
                     }
                 })}
@@ -147,8 +151,58 @@ fn ComboForm(combo: Option<Combo>, save: ServerAction<SaveCombo>) -> impl IntoVi
     }
 }
 
+/// The live state every row reads.
+#[derive(Clone, Copy)]
+struct Live {
+    status: Resource<Result<ComboStatusList, ServerFnError>>,
+    tick: RwSignal<u64>,
+}
+
+/// One combo's targets now: ready, or held back (why, and for how long),
+/// and the target that served last.
 #[component]
-fn ComboTable(combos: Vec<Combo>, save: ServerAction<SaveCombo>, delete: ServerAction<DeleteCombo>) -> impl IntoView {
+fn ComboNow(name: String, live: Live) -> impl IntoView {
+    view! {
+        <Transition fallback=Loading>
+            {move || {
+                let name = name.clone();
+                Suspend::new(async move {
+                    let now = live.status.await.ok().and_then(|l| l.combos.into_iter().find(|c| c.name == name));
+                    now.map(|c| {
+                        let last = c.last_served.map_or("nothing yet".to_owned(), |m| m);
+                        view! {
+                            <ul class="text-xs" data-testid="now">
+                                {c.targets
+                                    .into_iter()
+                                    .map(|t| {
+                                        let (mark, class) = if t.ready { ("ready", "text-green-800") } else { ("held", "text-amber-800") };
+                                        view! {
+                                            <li class=class data-ready=t.ready.to_string()>
+                                                <span class="font-mono">{t.model}</span>
+                                                {format!(" — {mark}")}
+                                                {t.reason.map(|r| format!(": {r}"))}
+                                                {t.retry_after_ms.map(|ms| view! { " (" <Countdown ms tick=live.tick /> ")" })}
+                                            </li>
+                                        }
+                                    })
+                                    .collect_view()}
+                                <li class="text-slate-500" data-testid="last-served">{format!("last served: {last}")}</li>
+                            </ul>
+                        }
+                    })
+                })
+            }}
+        </Transition>
+    }
+}
+
+#[component]
+fn ComboTable(
+    combos: Vec<Combo>,
+    save: ServerAction<SaveCombo>,
+    delete: ServerAction<DeleteCombo>,
+    live: Live,
+) -> impl IntoView {
     if combos.is_empty() {
         return view! { <p class="text-slate-500" data-testid="combos">"No combos yet. Create one above."</p> }
             .into_any();
@@ -161,6 +215,7 @@ fn ComboTable(combos: Vec<Combo>, save: ServerAction<SaveCombo>, delete: ServerA
                     <th class="p-2">"Strategy"</th>
                     <th class="p-2">"Targets"</th>
                     <th class="p-2">"Timeout"</th>
+                    <th class="p-2">"Now"</th>
                     <th class="p-2">"Actions"</th>
                 </tr>
             </thead>
@@ -171,13 +226,14 @@ fn ComboTable(combos: Vec<Combo>, save: ServerAction<SaveCombo>, delete: ServerA
                         let timeout = c.config.combo_timeout_ms.map_or("none".to_owned(), |ms| format!("{ms} ms"));
                         let (strategy, targets) = (c.strategy, format_targets(&c.targets));
                         // Each part of the row owns its copy of the name.
-                        let [row, cell, name] = std::array::from_fn(|_| c.name.clone());
+                        let [row, cell, name, now] = std::array::from_fn(|_| c.name.clone());
                         view! {
                             <tr class="border-b border-slate-100 align-top" data-combo=row>
                                 <td class="p-2 font-mono">{cell}</td>
                                 <td class="p-2" data-testid="strategy" title=strategy.explain()>{strategy.as_str()}</td>
                                 <td class="p-2 font-mono text-xs whitespace-pre" data-testid="targets">{targets}</td>
                                 <td class="p-2">{timeout}</td>
+                                <td class="p-2"><ComboNow name=now live /></td>
                                 <td class="p-2 flex flex-wrap gap-1">
                                     <ActionForm action=delete>
                                         <input type="hidden" name="name" value=name />

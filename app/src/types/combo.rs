@@ -223,6 +223,34 @@ pub fn parse_strategy(name: &str) -> Result<Strategy, FieldError> {
         .ok_or_else(|| FieldError::new("strategy", format!("unknown strategy {name:?}")))
 }
 
+/// One target of a combo as it stands now.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TargetStatus {
+    /// `provider/model` (a nested combo's targets appear in its place).
+    pub model: String,
+    /// Whether it could be tried now.
+    pub ready: bool,
+    /// Why not, in words.
+    pub reason: Option<String>,
+    /// When the reason lapses, if a timer ends it.
+    pub retry_after_ms: Option<u64>,
+}
+
+/// A combo as it stands now: its targets, and the one that served last.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ComboStatus {
+    pub name: String,
+    pub targets: Vec<TargetStatus>,
+    pub last_served: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ComboStatusList {
+    pub combos: Vec<ComboStatus>,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ComboList {
     pub combos: Vec<Combo>,

@@ -1,10 +1,20 @@
 //! Combos as the API manages them: validated (known providers), stored,
 //! and the in-memory registry the proxy reads refreshed.
 
-use app::types::combo::{Combo, ComboList, MAX_COMBO_DEPTH};
+use app::types::combo::{Combo, ComboList, ComboStatus, ComboStatusList, ComboTarget, MAX_COMBO_DEPTH, TargetStatus};
 
 use super::ServiceError;
-use crate::{db::combos as repo, state::AppState, upstream::catalog};
+use crate::{
+    db::combos as repo,
+    proxy::dispatch::plan,
+    resilience::{
+        breaker::BreakerState,
+        engine::{self, Exclusion},
+    },
+    routing::{registry::Snapshot, resolve},
+    state::AppState,
+    upstream::catalog,
+};
 
 pub fn list(state: &AppState) -> ComboList {
     ComboList { combos: state.combos.all().iter().map(|c| c.as_ref().clone()).collect() }
@@ -106,4 +116,80 @@ pub async fn delete(state: &AppState, name: &str) -> Result<(), ServiceError> {
     state.combos.reload(&state.db).await?;
     state.combo_states.retain(|n| state.combos.get(n).is_some());
     Ok(())
+}
+
+/// Each combo as it stands now: which of its targets could be tried, why
+/// the others could not (and until when), and the one that served last.
+pub fn status(state: &AppState) -> ComboStatusList {
+    let snapshot = state.connections.snapshot();
+    let combos = state
+        .combos
+        .all()
+        .iter()
+        .map(|c| {
+            let targets = plan::combo_targets(state, c).into_iter().map(|(_, t)| target_status(state, &snapshot, &t));
+            let last = state.combo_states.of(&c.name).lock().last_good.clone();
+            ComboStatus {
+                name: c.name.clone(),
+                targets: targets.collect(),
+                // The key is `position:model`; the page shows the model.
+                last_served: last.map(|g| g.key.split_once(':').map_or(g.key.clone(), |(_, m)| m.to_owned())),
+            }
+        })
+        .collect();
+    ComboStatusList { combos }
+}
+
+fn target_status(state: &AppState, snapshot: &Snapshot, t: &ComboTarget) -> TargetStatus {
+    let held = |reason: &str, retry_after_ms: Option<u64>| TargetStatus {
+        model: t.model.clone(),
+        ready: false,
+        reason: Some(reason.to_owned()),
+        retry_after_ms,
+    };
+    let Ok(target) = resolve::resolve(&t.model, snapshot) else {
+        return held("no active connection serves it", None);
+    };
+    let provider = target.provider;
+    let conns: Vec<_> = snapshot
+        .candidates(provider.id)
+        .iter()
+        .filter(|c| t.connection_id.as_deref().is_none_or(|p| p == c.id))
+        .collect();
+    if conns.is_empty() {
+        return held("no active connection serves it", None);
+    }
+    let settings = state.resilience.current();
+    let cfg = engine::breaker_config(&settings, provider.category);
+    if state.engine.breaker_state(provider.id, &cfg) == BreakerState::Open {
+        let retry = state
+            .engine
+            .breakers(&settings, catalog::category_of)
+            .into_iter()
+            .find(|b| b.provider == provider.id)
+            .map(|b| b.retry_after_ms);
+        return held("the provider's circuit breaker is open", retry);
+    }
+    let excluded: Vec<Exclusion> =
+        conns.iter().filter_map(|c| state.engine.exclusion(provider.id, &c.id, &target.model)).collect();
+    if excluded.len() < conns.len() {
+        return TargetStatus { model: t.model.clone(), ready: true, reason: None, retry_after_ms: None };
+    }
+    let soonest = excluded
+        .iter()
+        .filter_map(|e| match e {
+            Exclusion::Cooling { remaining_ms, .. } | Exclusion::ModelLocked { remaining_ms, .. } => {
+                Some(*remaining_ms)
+            }
+            Exclusion::Terminal(_) => None,
+        })
+        .min();
+    let reason = if excluded.iter().any(|e| matches!(e, Exclusion::Cooling { .. })) {
+        "every connection is cooling down"
+    } else if excluded.iter().any(|e| matches!(e, Exclusion::ModelLocked { .. })) {
+        "the model is locked on every connection"
+    } else {
+        "every account is banned, expired or out of credits"
+    };
+    held(reason, soonest)
 }

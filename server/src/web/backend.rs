@@ -6,7 +6,7 @@ use app::{
         ApiKeyList, CatalogEntry, ConnectionList, ConnectionTestResult, ConnectionView, CreateApiKey, CreateConnection,
         CreatedApiKey, FieldError, LogList, UpdateConnection,
         alias::{Alias, AliasList},
-        combo::{Combo, ComboList},
+        combo::{Combo, ComboList, ComboStatusList},
         monitoring::{
             ClearCooldowns, ClearCooldownsResult, ClearModelCooldowns, CooldownList, HealthReport, ModelCooldownList,
             ResetResult,
@@ -91,6 +91,10 @@ impl Backend for WebBackend {
 
     fn list_combos(&self) -> ComboList {
         services::combos::list(&self.state)
+    }
+
+    fn combo_status(&self) -> ComboStatusList {
+        services::combos::status(&self.state)
     }
 
     async fn create_combo(&self, combo: Combo) -> BackendResult<Combo> {

@@ -50,10 +50,11 @@ impl Plan {
 
     /// The combo's targets in its strategy's order.
     pub fn combo(combo: Arc<Combo>, snapshot: &Snapshot, state: &AppState) -> Self {
-        let mut flat = Vec::new();
-        flatten(state, &combo, "", 1, &mut vec![combo.name.clone()], &mut flat);
-        let mut targets: Vec<Planned> =
-            flat.into_iter().enumerate().map(|(i, (key, t))| planned(i, key, t, snapshot)).collect();
+        let mut targets: Vec<Planned> = combo_targets(state, &combo)
+            .into_iter()
+            .enumerate()
+            .map(|(i, (key, t))| planned(i, key, t, snapshot))
+            .collect();
         if combo.strategy != Strategy::Priority {
             let order = strategy_order(&combo, &targets, snapshot, state);
             let mut slots: Vec<Option<Planned>> = targets.into_iter().map(Some).collect();
@@ -61,6 +62,14 @@ impl Plan {
         }
         Self { combo: Some(combo), targets }
     }
+}
+
+/// The combo's targets with nested combos expanded in place, each with
+/// its key (as the strategies' memory names it).
+pub fn combo_targets(state: &AppState, combo: &Combo) -> Vec<(String, ComboTarget)> {
+    let mut flat = Vec::new();
+    flatten(state, combo, "", 1, &mut vec![combo.name.clone()], &mut flat);
+    flat
 }
 
 /// The combo's targets with nested combos expanded in place, depth first.
