@@ -357,6 +357,24 @@ async fn responses_clients_pass_through_to_a_responses_upstream_and_get_openai_e
 }
 
 #[tokio::test]
+async fn a_background_responses_request_runs_synchronously_and_says_so() {
+    let (fake, gw) = Gateway::with_fake().await;
+    gw.add_connection("openai-responses", "r", "sk-r", &v1(&fake), 0).await;
+    let mut body = codex_body("openai-responses/gpt-5", false);
+    body["background"] = json!(true);
+    let resp = responses(&gw, body).await;
+    assert_eq!(resp.status(), 200);
+    let warning = resp.headers()["x-omniroute-warning"].to_str().unwrap().to_owned();
+    assert!(warning.contains("produced synchronously"), "{warning}");
+    let out: Value = resp.json().await.unwrap();
+    assert_eq!(out["status"], "completed", "the answer itself, not a queued job to poll");
+    let (sent, _) = last_request(&fake, "/v1/responses");
+    assert!(sent.get("background").is_none(), "the upstream is not asked to queue it: {sent}");
+    assert_eq!(sent["prompt_cache_key"], "thread-1", "everything else passes through");
+    gw.stop().await;
+}
+
+#[tokio::test]
 async fn an_anthropic_client_is_served_by_a_responses_upstream() {
     let (fake, gw) = Gateway::with_fake().await;
     gw.add_connection("openai-responses", "r", "sk-r", &v1(&fake), 0).await;

@@ -32,6 +32,8 @@ struct Head<'a> {
     max_tokens: Option<&'a RawValue>,
     #[serde(borrow, default)]
     input: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    background: Option<&'a RawValue>,
 }
 
 #[derive(Debug)]
@@ -49,7 +51,15 @@ pub struct ClientRequest {
     /// The client session, from its session headers (for session affinity,
     /// §R2.2); never forwarded, never logged.
     pub session: Option<String>,
+    /// A Responses request asked for `background: true`, which the gateway
+    /// cannot hold for a later poll: it runs synchronously instead, without
+    /// the field (SPEC §R8), and the answer says so.
+    pub background_dropped: bool,
 }
+
+/// Said by the answer to a request whose `background: true` was dropped.
+pub const BACKGROUND_WARNING: &str =
+    "background mode is not supported by this gateway; the response was produced synchronously";
 
 fn invalid_json(detail: impl std::fmt::Display) -> ProxyError {
     ProxyError::new(
@@ -76,6 +86,14 @@ impl ClientRequest {
                 _ => return Err(ProxyError::bad_field("model", "`model` must be a non-empty string")),
             },
         };
+        if protocol == Protocol::Responses && head.background.is_some_and(|b| b.get() == "true") {
+            // Rare: re-serialize without the field, then read it as usual.
+            let mut doc: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_slice(&body).map_err(invalid_json)?;
+            doc.remove("background");
+            let body = Bytes::from(serde_json::to_vec(&doc).map_err(invalid_json)?);
+            return Self::parse(protocol, body, headers).map(|r| Self { background_dropped: true, ..r });
+        }
         if protocol == Protocol::Responses {
             match head.input.map(|i| i.get().trim_start()) {
                 None => return Err(ProxyError::bad_field("input", "`input` is required")),
@@ -139,7 +157,17 @@ impl ClientRequest {
             }
         }
         let session = session_key(headers);
-        Self { protocol, model, stream, body, model_span, ir: OnceLock::new(), passthrough_headers, session }
+        Self {
+            protocol,
+            model,
+            stream,
+            body,
+            model_span,
+            ir: OnceLock::new(),
+            passthrough_headers,
+            session,
+            background_dropped: false,
+        }
     }
 
     /// The body for a target of protocol `target` serving `model`.

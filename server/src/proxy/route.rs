@@ -136,5 +136,12 @@ pub async fn serve(state: &Arc<AppState>, req: &ClientRequest, inbound: &Inbound
         })?),
     };
     let served = dispatch::run(state, &snapshot, &plan, &caller, |protocol, model| req.body_for(protocol, model));
-    Ok(served.await?)
+    let mut response = served.await?;
+    if req.background_dropped {
+        tracing::warn!(request_id = inbound.request_id, "{}", super::request::BACKGROUND_WARNING);
+        response
+            .headers_mut()
+            .insert("x-omniroute-warning", http::HeaderValue::from_static(super::request::BACKGROUND_WARNING));
+    }
+    Ok(response)
 }
