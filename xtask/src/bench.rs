@@ -95,7 +95,7 @@ pub fn run() -> anyhow::Result<()> {
     };
     let mut report = measure(&direct, &through, &translated, &relay_target, gateway.pid())?;
     let api = protection::Api::new(&gw_url, &fake_url, connection_id)?;
-    step("request-queue protection: off vs on, limits never reached (c=32, 3 interleaved rounds)");
+    step("request-queue protection: off vs on, limits never reached (c=32, 5 paired rounds)");
     report["protection"] = protection::off_vs_on(&api, &through, gateway.pid())?;
     step("request-queue protection: 1,000 requests waiting");
     report["protection"]["queuedMemory"] = protection::queued_memory(&api, &through, gateway.pid())?;
