@@ -250,8 +250,11 @@ async fn gemini(gw: &Gateway, fake: &FakeUpstream) -> String {
 async fn a_long_typed_retry_info_locks_the_model_instead_of_pausing_its_queue() {
     let (fake, gw) = Gateway::with_fake().await;
     let id = gemini(&gw, &fake).await;
+    // Asked for by an alias: the name the client sent is locked too.
+    let alias = json!({"alias": "flash", "model": "gemini/gemini-2.5-flash"});
+    assert_eq!(gw.api(Method::PUT, "/api/aliases").json(&alias).send().await.unwrap().status(), 200);
     fake.push_rule(Rule { status: Some(429), body: Some(retry_info("120s")), times: Some(1), ..Rule::default() });
-    let resp = gw.chat(chat_body("gemini/gemini-2.5-flash", false), None).await;
+    let resp = gw.chat(chat_body("flash", false), None).await;
     assert_eq!(resp.status(), 429);
     let queue_id = format!("gemini:{id}:gemini-2.5-flash");
     let health = gw.get_json("/api/monitoring/health").await;
@@ -259,6 +262,7 @@ async fn a_long_typed_retry_info_locks_the_model_instead_of_pausing_its_queue() 
     let locks = gw.state.engine.lockouts();
     let lock = locks.iter().find(|l| l.model == "gemini-2.5-flash" && l.connection_id == id).expect("locked");
     assert!(lock.until - gw.state.engine.now() > 110_000, "locked for the stated 120 s");
+    assert!(locks.iter().any(|l| l.model == "flash" && l.connection_id == id), "the alias is locked exactly too");
 }
 
 #[tokio::test]

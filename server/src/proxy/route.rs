@@ -113,6 +113,9 @@ fn gemini_target(path: &str) -> Result<(&str, bool), ProxyError> {
 
 pub async fn serve(state: &Arc<AppState>, req: &ClientRequest, inbound: &Inbound<'_>) -> Result<Response, ProxyError> {
     let snapshot = state.connections.snapshot();
+    // An alias stands for a combo or a provider/model (SPEC §A).
+    let aliased = state.aliases.resolve(&req.model);
+    let model = aliased.as_deref().unwrap_or(&req.model);
     let caller = dispatch::Caller {
         request_id: inbound.request_id,
         endpoint: inbound.endpoint,
@@ -121,10 +124,8 @@ pub async fn serve(state: &Arc<AppState>, req: &ClientRequest, inbound: &Inbound
         key: inbound.key,
         passthrough_headers: &req.passthrough_headers,
         recovered: Default::default(),
+        alias: aliased.is_some().then_some(req.model.as_str()),
     };
-    // An alias stands for a combo or a provider/model (SPEC §A).
-    let aliased = state.aliases.resolve(&req.model);
-    let model = aliased.as_deref().unwrap_or(&req.model);
     let plan = match state.combos.get(model) {
         Some(combo) => Plan::combo(combo, &snapshot, state),
         None => Plan::single(resolve(model, &snapshot).map_err(|e| match e {

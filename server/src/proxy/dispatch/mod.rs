@@ -85,6 +85,8 @@ pub struct Caller<'a> {
     pub passthrough_headers: &'a HeaderMap,
     /// Early stream failures stream recovery absorbed so far.
     pub recovered: std::sync::atomic::AtomicU8,
+    /// The name the client sent, when it was an alias (SPEC §A).
+    pub alias: Option<&'a str>,
 }
 
 /// One client request, ready to send to one target.
@@ -443,7 +445,7 @@ async fn error_status(
     let body = guard.conn.redact(&String::from_utf8_lossy(&raw));
     let failed = Failed { status: Some(status), headers: &headers, body: &body, stall: false };
     let outcome = guard.classify(&failed);
-    queue::pace(state, &guard, status, &body);
+    queue::pace(state, &guard, call.caller.alias, status, &body);
     if !outcome.verdict.should_fallback {
         guard.log_failure(Some(status), "client_error", &body);
         return Tried::Answer(answer::client_error(

@@ -120,8 +120,9 @@ pub fn follow(guard: &AttemptGuard, headers: &HeaderMap) {
 /// `maxWaitMs` paces the queue — it starts nothing until then. A longer
 /// typed Google `RetryInfo` on a model-scoped queue locks that model on
 /// the connection instead (capped at 24 h) and leaves the queue running
-/// for the connection's other models; any other longer wait pauses too.
-pub fn pace(state: &AppState, guard: &AttemptGuard, status: u16, body: &str) {
+/// for the connection's other models (the alias the client sent, if it
+/// sent one, is locked too); any other longer wait pauses too.
+pub fn pace(state: &AppState, guard: &AttemptGuard, alias: Option<&str>, status: u16, body: &str) {
     let Some(e) = guard.executing().filter(|_| status == 429) else { return };
     let Some(wait_ms) = retry_hints::from_body(body, state.engine.now()) else { return };
     let queue = e.slot.queue();
@@ -132,6 +133,10 @@ pub fn pace(state: &AppState, guard: &AttemptGuard, status: u16, body: &str) {
         let conn = &guard.conn;
         tracing::warn!(queue = %queue.id, wait_ms = typed, "the upstream asks for a longer wait than the queue allows; the model is locked instead");
         state.engine.lock_model(conn.provider.id, &conn.id, model, status, typed);
+        // The name the client asked for is locked exactly too.
+        if let Some(alias) = alias {
+            state.engine.lock_model(conn.provider.id, &conn.id, alias, status, typed);
+        }
         return;
     }
     tracing::info!(queue = %queue.id, wait_ms, "the upstream asks to wait; the queue pauses");

@@ -66,6 +66,7 @@ impl Harness {
             key: None,
             passthrough_headers: &req.passthrough_headers,
             recovered: Default::default(),
+            alias: None,
         };
         let plan = Plan::single(Target { provider: catalog::find("openai").unwrap(), model: "gpt-4o-mini".into() });
         let started = Instant::now();
@@ -192,6 +193,7 @@ async fn a_request_waiting_for_its_slots_does_not_hold_an_attempts_state() {
         key: None,
         passthrough_headers: &req.passthrough_headers,
         recovered: Default::default(),
+        alias: None,
     };
     let target = Target { provider: catalog::find("openai").unwrap(), model: "gpt-4o-mini".into() };
     let plan = Plan::single(target.clone());
