@@ -203,3 +203,30 @@ async fn quota_share_serializes_combo_requests_and_its_switch_turns_that_off() {
     assert!(burst().await.iter().all(|r| r.status() == 200));
     assert!(fake.in_flight("*").peak > 1, "switched off, combo requests are not serialized");
 }
+
+#[tokio::test]
+async fn a_global_limit_holds_every_connection_together() {
+    let (fake, gw) = Gateway::with_fake().await;
+    gw.add_connection("openai", "a", "sk-a-0000000000", &v1(&fake), 1).await;
+    gw.add_connection("deepseek", "b", "sk-b-0000000000", &v1(&fake), 1).await;
+    let patch = json!({"requestQueue": {"globalConcurrentRequests": 1}});
+    assert_eq!(gw.api(Method::PATCH, "/api/resilience").json(&patch).send().await.unwrap().status(), 200);
+    fake.push_rule(slow(50));
+    let to_a = (0..4).map(|_| gw.chat(chat_body("openai/gpt-4o-mini", false), None));
+    let to_b = (0..4).map(|_| gw.chat(chat_body("deepseek/deepseek-chat", false), None));
+    let (a, b) = tokio::join!(join_all(to_a), join_all(to_b));
+    assert!(a.iter().chain(&b).all(|r| r.status() == 200));
+    assert_eq!(fake.in_flight("*").peak, 1, "one request at a time across both connections");
+    let queue = &gw.get_json("/api/monitoring/health").await["queues"]["qsglobal"];
+    assert_eq!((&queue["connection"], &queue["limit"]), (&json!("all connections"), &json!(1)), "{queue}");
+    // Off again (0): both connections run at once.
+    let patch = json!({"requestQueue": {"globalConcurrentRequests": 0}});
+    assert_eq!(gw.api(Method::PATCH, "/api/resilience").json(&patch).send().await.unwrap().status(), 200);
+    fake.reset_peaks();
+    let both = [
+        gw.chat(chat_body("openai/gpt-4o-mini", false), None),
+        gw.chat(chat_body("deepseek/deepseek-chat", false), None),
+    ];
+    assert!(join_all(both).await.iter().all(|r| r.status() == 200));
+    assert_eq!(fake.in_flight("*").peak, 2);
+}

@@ -21,10 +21,12 @@ use parking_lot::Mutex;
 use std::{fmt, sync::Arc};
 use tokio::sync::Notify;
 
-/// Where a limit applies, in locking order. Global and provider limits of
-/// the original have no setting here (SPEC §S); they would sort first.
+/// Where a limit applies, in locking order. The original's provider level
+/// has no setting here (SPEC §S); it would sort after the global one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Level {
+    /// Every request: `requestQueue.globalConcurrentRequests`.
+    Global,
     /// One connection (one upstream account): `maxConcurrent`.
     Account,
     /// One upstream model on one connection: `modelConcurrency`.
@@ -41,6 +43,11 @@ pub struct GateKey {
 }
 
 impl GateKey {
+    /// The one gate every request passes when a global limit is set.
+    pub fn global() -> Self {
+        Self { level: Level::Global, connection_id: "".into(), model: None }
+    }
+
     pub fn account(connection_id: &str) -> Self {
         Self { level: Level::Account, connection_id: connection_id.into(), model: None }
     }
@@ -50,10 +57,14 @@ impl GateKey {
     }
 }
 
-/// As errors and the health report name it: `qsconn:<connectionId>` for
-/// the account, `qsconn:<connectionId>:model:<model>` for a model.
+/// As errors and the health report name it: `qsglobal` for the global
+/// gate, `qsconn:<connectionId>` for the account,
+/// `qsconn:<connectionId>:model:<model>` for a model.
 impl fmt::Display for GateKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.level == Level::Global {
+            return write!(f, "qsglobal");
+        }
         write!(f, "qsconn:{}", self.connection_id)?;
         match &self.model {
             Some(m) => write!(f, ":model:{m}"),

@@ -14,6 +14,7 @@ use std::{collections::BTreeMap, time::Duration};
 use super::ServiceError;
 use crate::{
     db::connections,
+    resilience::concurrency::Level,
     resilience::{breaker::BreakerState, engine::BreakerView, lockout::Lock},
     routing::registry::{LiveConnection, Snapshot},
     state::AppState,
@@ -142,14 +143,24 @@ fn queues(state: &AppState, snapshot: &Snapshot) -> BTreeMap<String, QueueInfo> 
         paused_until: None,
     };
     let gates = state.concurrency.snapshot().into_iter().filter_map(|(key, counts)| {
+        let counted =
+            |base: QueueInfo| QueueInfo { queued: counts.queued, running: counts.running, limit: counts.limit, ..base };
+        if key.level == Level::Global {
+            let global = QueueInfo {
+                kind: "concurrency".to_owned(),
+                provider: "*".to_owned(),
+                connection_id: String::new(),
+                connection: "all connections".to_owned(),
+                model: None,
+                queued: 0,
+                running: 0,
+                limit: 0,
+                paused_until: None,
+            };
+            return Some((key.to_string(), counted(global)));
+        }
         let conn = snapshot.connection(&key.connection_id)?;
-        let queue = QueueInfo {
-            queued: counts.queued,
-            running: counts.running,
-            limit: counts.limit,
-            ..info("concurrency", conn, key.model.as_deref())
-        };
-        Some((key.to_string(), queue))
+        Some((key.to_string(), counted(info("concurrency", conn, key.model.as_deref()))))
     });
     let (now, now_ms) = (tokio::time::Instant::now(), state.engine.now());
     let rate_limits = state.queues.snapshot().into_iter().filter_map(|(queue, counts)| {

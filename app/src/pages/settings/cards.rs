@@ -46,7 +46,7 @@ pub static RESILIENCE_CARDS: [Card; 12] = [
     Card {
         id: "request-queue",
         title: "Request queue",
-        explain: "Scope: each protected connection (per model for providers with per-model quotas, such as Gemini); a connection is protected when its Rate-limit protection (Providers) is On, or Automatic while \"protect every API-key connection\" is on and it uses an API key. Trigger: a request to it. Effect: requests start at most the requests per minute, at least the min time apart, and at most the concurrent number at once until their answer (a stream's first event); the upstream's x-ratelimit-remaining/-reset-requests headers and a 429 that says how long to wait (within the queue wait) hold it back further. A request that cannot start within the max queue wait fails with 503 RATE_LIMIT_QUEUE_TIMEOUT; one that finds max depth already waiting (0 = unbounded) with 429 RATE_LIMIT_QUEUE_FULL before any upstream call; an answer slower than the max execution time (never less than the fetch timeout) with 504 RATE_LIMIT_EXECUTION_TIMEOUT. None of these cools a connection or trips a breaker. A connection's own rate-limit overrides win over these values.",
+        explain: "Scope: each protected connection (per model for providers with per-model quotas, such as Gemini); a connection is protected when its Rate-limit protection (Providers) is On, or Automatic while \"protect every API-key connection\" is on and it uses an API key. Trigger: a request to it. Effect: requests start at most the requests per minute, at least the min time apart, and at most the concurrent number at once until their answer (a stream's first event); the upstream's x-ratelimit-remaining/-reset-requests headers and a 429 that says how long to wait (within the queue wait) hold it back further. A request that cannot start within the max queue wait fails with 503 RATE_LIMIT_QUEUE_TIMEOUT; one that finds max depth already waiting (0 = unbounded) with 429 RATE_LIMIT_QUEUE_FULL before any upstream call; an answer slower than the max execution time (never less than the fetch timeout) with 504 RATE_LIMIT_EXECUTION_TIMEOUT. None of these cools a connection or trips a breaker. A connection's own rate-limit overrides win over these values. Global concurrent requests (0 = no limit) caps what is in flight across all connections, protected or not, to the last byte of a stream: beyond it a request waits (up to 30 s, at most 20 waiting) and then fails with 429 SEMAPHORE_TIMEOUT or SEMAPHORE_QUEUE_FULL.",
         not_yet: None,
         page: RESILIENCE,
         fields: &[
@@ -54,6 +54,7 @@ pub static RESILIENCE_CARDS: [Card; 12] = [
             f("requestQueue.requestsPerMinute", "Requests per minute", Int),
             f("requestQueue.minTimeBetweenRequestsMs", "Min time between requests (ms)", Int),
             f("requestQueue.concurrentRequests", "Concurrent requests", Int),
+            f("requestQueue.globalConcurrentRequests", "Global concurrent requests (0 = no limit)", Int),
             f("requestQueue.maxWaitMs", "Max queue wait (ms)", Int),
             f("requestQueue.executionMaxWaitMs", "Max execution time (ms)", Int),
             f("requestQueue.maxQueueDepth", "Max queue depth (0 = unbounded)", Int),

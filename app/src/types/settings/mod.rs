@@ -110,6 +110,10 @@ pub struct RequestQueueSettings {
     pub requests_per_minute: u64,
     pub min_time_between_requests_ms: u64,
     pub concurrent_requests: u64,
+    /// Requests in flight across every connection at most — the global
+    /// level of the §R4 composite lock, for every request, protected or
+    /// not; `0` means no global limit.
+    pub global_concurrent_requests: u64,
     /// Longest time a request may wait *queued* before it starts.
     pub max_wait_ms: u64,
     /// Longest time a started request may execute (raised to the fetch
@@ -127,6 +131,7 @@ impl Default for RequestQueueSettings {
             requests_per_minute: 60,
             min_time_between_requests_ms: 350,
             concurrent_requests: 6,
+            global_concurrent_requests: 0,
             max_wait_ms: 30_000,
             execution_max_wait_ms: 600_000,
             max_queue_depth: 0,

@@ -177,6 +177,7 @@ impl RequestQueueSettings {
         w.range(&f("requestsPerMinute"), &mut self.requests_per_minute, 1, 1_000_000);
         w.range(&f("minTimeBetweenRequestsMs"), &mut self.min_time_between_requests_ms, 0, 3_600_000);
         w.range(&f("concurrentRequests"), &mut self.concurrent_requests, 1, 10_000);
+        w.range(&f("globalConcurrentRequests"), &mut self.global_concurrent_requests, 0, 10_000);
         w.range(&f("maxWaitMs"), &mut self.max_wait_ms, 1, DAY_MS);
         w.range(&f("executionMaxWaitMs"), &mut self.execution_max_wait_ms, 1, DAY_MS);
         w.range(&f("maxQueueDepth"), &mut self.max_queue_depth, 0, 100_000);

@@ -28,6 +28,7 @@ const RANGES: &[Range] = &[
     ("requestQueue.requestsPerMinute", 1, 1_000_000, &[]),
     ("requestQueue.minTimeBetweenRequestsMs", 0, 3_600_000, &[]),
     ("requestQueue.concurrentRequests", 1, 10_000, &[]),
+    ("requestQueue.globalConcurrentRequests", 0, 10_000, &[]),
     ("requestQueue.maxWaitMs", 1, 86_400_000, &[]),
     ("requestQueue.executionMaxWaitMs", 1, 86_400_000, &[]),
     ("requestQueue.maxQueueDepth", 0, 100_000, &[]),

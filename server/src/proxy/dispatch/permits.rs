@@ -34,9 +34,13 @@ pub enum Requester {
 }
 
 /// The limits of an attempt on `conn` for the upstream `model`, in
-/// locking order; empty (and free) for a connection without caps.
-pub fn limits(conc: &Concurrency, conn: &LiveConnection, model: &str, who: Requester) -> Vec<Limit> {
+/// locking order (the global cap first, when set); empty (and free) for a
+/// connection without caps.
+pub fn limits(conc: &Concurrency, global: u64, conn: &LiveConnection, model: &str, who: Requester) -> Vec<Limit> {
     let mut limits = Vec::new();
+    if let Some(cap) = u32::try_from(global).ok().filter(|c| *c > 0) {
+        limits.push(conc.limit(GateKey::global(), cap, false));
+    }
     let account = match who {
         Requester::Direct => Some(false),
         Requester::Combo { quota_share: true } => Some(true),

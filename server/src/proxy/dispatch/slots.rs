@@ -22,6 +22,11 @@ use crate::{
     state::AppState,
 };
 
+/// `requestQueue.globalConcurrentRequests` (0: none).
+fn global_cap(state: &AppState) -> u64 {
+    state.resilience.current().request_queue.global_concurrent_requests
+}
+
 /// A request the queue started: its place among the executing until its
 /// answer is had, and how long that may take.
 pub struct Executing {
@@ -58,7 +63,9 @@ pub enum Taken {
 /// first: it costs nothing to give back, a queue start spends the rate.
 pub fn try_take(state: &AppState, call: &Call<'_>, conn: &LiveConnection, who: Requester) -> Taken {
     let model = &call.target.model;
-    let Ok(permit) = Concurrency::try_acquire(&permits::limits(&state.concurrency, conn, model, who)) else {
+    let Ok(permit) =
+        Concurrency::try_acquire(&permits::limits(&state.concurrency, global_cap(state), conn, model, who))
+    else {
         return Taken::Busy;
     };
     let queue = match queue::entry(state, conn, model) {
@@ -83,7 +90,7 @@ pub async fn wait(state: &AppState, call: &Call<'_>, conn: &LiveConnection, who:
             Err(why) => return Err(refused(state, call, conn, &Refusal::Queue(why))),
         },
     };
-    match permits::wait(permits::limits(&state.concurrency, conn, model, who)).await {
+    match permits::wait(permits::limits(&state.concurrency, global_cap(state), conn, model, who)).await {
         Ok(permit) => Ok(Slots { permit, queue }),
         Err(why) => Err(refused(state, call, conn, &Refusal::Permit(why))),
     }

@@ -18,6 +18,8 @@ fn admit_names_the_first_full_gate_in_locking_order() {
 fn gates_sort_account_before_model_and_name_themselves() {
     let (a, m) = (GateKey::account("c1"), GateKey::model("c1", "glm-5"));
     assert!(a < m && GateKey::model("a", "z") > GateKey::account("z"));
+    assert!(GateKey::global() < GateKey::account(""), "the global gate is locked first");
+    assert_eq!(GateKey::global().to_string(), "qsglobal");
     assert_eq!((a.to_string(), m.to_string()), ("qsconn:c1".to_owned(), "qsconn:c1:model:glm-5".to_owned()));
 }
 
