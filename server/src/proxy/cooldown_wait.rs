@@ -20,15 +20,7 @@ pub struct CooldownWaits {
 impl CooldownWaits {
     /// How long to wait before the next try, if at all.
     pub fn next(&mut self, s: &WaitForCooldownSettings, excluded: &[Exclusion]) -> Option<u64> {
-        let earliest = excluded
-            .iter()
-            .filter_map(|e| match e {
-                Exclusion::Cooling { remaining_ms, .. } | Exclusion::ModelLocked { remaining_ms, .. } => {
-                    Some(*remaining_ms)
-                }
-                Exclusion::Terminal(_) => None,
-            })
-            .min()?;
+        let earliest = excluded.iter().filter_map(Exclusion::remaining_ms).min()?;
         let fits = s.is_active()
             && self.done < s.max_retries
             && earliest <= s.max_retry_wait_sec * 1000

@@ -74,6 +74,16 @@ pub enum Exclusion {
     },
 }
 
+impl Exclusion {
+    /// How long until it lapses; `None` for a terminal state no timer ends.
+    pub fn remaining_ms(&self) -> Option<u64> {
+        match self {
+            Self::Cooling { remaining_ms, .. } | Self::ModelLocked { remaining_ms, .. } => Some(*remaining_ms),
+            Self::Terminal(_) => None,
+        }
+    }
+}
+
 /// One failed attempt, as dispatch saw it.
 pub struct AttemptFailure<'a> {
     pub provider: &'static str,

@@ -175,15 +175,7 @@ fn target_status(state: &AppState, snapshot: &Snapshot, t: &ComboTarget) -> Targ
     if excluded.len() < conns.len() {
         return TargetStatus { model: t.model.clone(), ready: true, reason: None, retry_after_ms: None };
     }
-    let soonest = excluded
-        .iter()
-        .filter_map(|e| match e {
-            Exclusion::Cooling { remaining_ms, .. } | Exclusion::ModelLocked { remaining_ms, .. } => {
-                Some(*remaining_ms)
-            }
-            Exclusion::Terminal(_) => None,
-        })
-        .min();
+    let soonest = excluded.iter().filter_map(Exclusion::remaining_ms).min();
     let reason = if excluded.iter().any(|e| matches!(e, Exclusion::Cooling { .. })) {
         "every connection is cooling down"
     } else if excluded.iter().any(|e| matches!(e, Exclusion::ModelLocked { .. })) {

@@ -208,16 +208,7 @@ fn all_excluded(provider: &str, model: &str, excluded: &[Exclusion]) -> ProxyErr
             format!("[{provider}] All {} connection(s) {why} — please reconnect in the dashboard", terminal.len()),
         );
     }
-    let soonest = excluded
-        .iter()
-        .filter_map(|e| match e {
-            Exclusion::Cooling { remaining_ms, .. } | Exclusion::ModelLocked { remaining_ms, .. } => {
-                Some(*remaining_ms)
-            }
-            Exclusion::Terminal(_) => None,
-        })
-        .min()
-        .unwrap_or(1_000);
+    let soonest = excluded.iter().filter_map(Exclusion::remaining_ms).min().unwrap_or(1_000);
     let secs = soonest.div_ceil(1000).max(1);
     let locked = excluded.iter().filter(|e| matches!(e, Exclusion::ModelLocked { .. })).count();
     let cooling: Vec<(Option<u16>, Option<&String>)> = excluded
