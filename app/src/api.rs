@@ -266,12 +266,33 @@ pub async fn get_keys() -> Result<ApiKeyList, ServerFnError> {
     ssr::backend()?.list_keys().await.map_err(|e| ssr::fail("/keys", e))
 }
 
+/// Creates a key from the form: its checked scopes (`scopes[<scope>]`)
+/// and allowed connections (`allowed[conn-<connection id>]`; none
+/// checked: every connection).
 #[server(prefix = "/sfn", endpoint = "create_key")]
-pub async fn create_key(name: String, management: Option<String>) -> Result<CreatedApiKey, ServerFnError> {
-    use crate::types::Scope;
-    let scopes = if management.is_some() { vec![Scope::Inference, Scope::Management] } else { vec![Scope::Inference] };
-    let input = crate::types::CreateApiKey { name, scopes: Some(scopes), allowed_connections: None };
+pub async fn create_key(
+    name: String,
+    scopes: Option<HashMap<String, String>>,
+    allowed: Option<HashMap<String, String>>,
+) -> Result<CreatedApiKey, ServerFnError> {
+    use crate::{backend::BackendError, types::Scope};
     let backend = ssr::backend()?;
+    let mut parsed = Vec::new();
+    for name in scopes.unwrap_or_default().into_keys() {
+        match Scope::parse(&name) {
+            Some(scope) => parsed.push(scope),
+            None => {
+                let unknown = FieldError::new("scopes", format!("unknown scope {name:?}"));
+                return Err(ssr::fail("/keys", BackendError::Invalid(vec![unknown])));
+            }
+        }
+    }
+    // Named `allowed[conn-<id>]`: the form decoder reads a bracket that
+    // starts with a digit as a list index, and ids may.
+    let allowed: Vec<String> =
+        allowed.unwrap_or_default().into_keys().map(|k| k.strip_prefix("conn-").unwrap_or(&k).to_owned()).collect();
+    let allowed_connections = (!allowed.is_empty()).then_some(allowed);
+    let input = crate::types::CreateApiKey { name, scopes: Some(parsed), allowed_connections };
     let created = backend.create_key(input).await.map_err(|e| ssr::fail("/keys", e))?;
     if ssr::is_form_post() {
         // Without JS the page reloads: show the key once from the stash.

@@ -12,7 +12,8 @@ than the client:
 and Claude Code and Codex complete their turn when the first connection of
 their upstream stalls — before its response headers, and after its first
 event — while a second connection is healthy (xtask sets short stream
-budgets for this).
+budgets for this); and the turns of one Claude Code or Codex conversation
+stay on the connection that served its first request (session affinity).
 
 The tool round trip: the fake answers the first call of the conversation
 with a tool call (scripted through its control API), the client runs the
@@ -146,12 +147,17 @@ def codex(key):
     # Codex names and shapes its shell tool differently across versions:
     # take it from the tools the prompt above sent (as the upstream saw them).
     name, arguments = shell_call(requests_on("/v1/messages"), "echo tool-$((40+2))")
+    CODEX_SHELL.update(name=name, arguments=arguments)
     reset()
     script_tool_call("/v1/messages", name, arguments)
     p, secs = run(base + ["Run echo"], env, home)
     ok = p.returncode == 0 and tool_result_reached("/v1/messages", "tool-42")
     results.append((f"Codex -> Anthropic upstream: {name} tool round trip", ok, secs, p.stdout[-400:] + p.stderr[-400:]))
     return results
+
+
+# Codex's shell tool as its first scenario saw it (name, arguments).
+CODEX_SHELL = {}
 
 
 def shell_call(recorded, command):
@@ -210,6 +216,60 @@ def codex_stalls(key):
                   lambda p: TEXT in p.stdout + p.stderr)
 
 
+def key_of(recorded):
+    h = recorded["headers"]
+    return h.get("x-api-key") or h.get("authorization", "").removeprefix("Bearer ")
+
+
+def session_pins(name, cmd, env, cwd, path, first_key, sibling_key, tool):
+    """The turns of one conversation land on one connection: its first
+    request meets a 429 on the first connection and fails over to the
+    second, which answers with a tool call; the turn carrying the tool's
+    output follows the session's pin to the second connection although the
+    first is healthy again (cooldowns are off for this scenario). With
+    affinity off (TTL 0) the same turn goes back to the first: the check
+    can tell."""
+    results = []
+    for ttl, expected, label in ((3600000, sibling_key, "stay on its connection"),
+                                 (0, first_key, "follow the priority order with affinity off")):
+        reset()
+        http("POST", f"{GW}/api/resilience/cooldowns", {"all": True}, MGMT)
+        http("PATCH", f"{GW}/api/resilience", {"sessionAffinityTtlMs": ttl,
+                                                "connectionCooldown": {"apikey": {"baseCooldownMs": 0}}}, MGMT)
+        try:
+            # The fake takes the newest matching rule first.
+            http("POST", f"{FAKE}/_control/rules", {"path": path, "model": "fake-model", "times": 1, "toolCall": tool})
+            http("POST", f"{FAKE}/_control/rules", {"path": path, "model": "fake-model", "apiKey": first_key,
+                                                     "times": 1, "status": 429})
+            p, secs = run(cmd, env, cwd)
+        finally:
+            http("PATCH", f"{GW}/api/resilience", {"sessionAffinityTtlMs": 3600000,
+                                                    "connectionCooldown": {"apikey": {"baseCooldownMs": 3000}}}, MGMT)
+        turns = [key_of(r) for r in requests_on(path) if "tool-42" in r["body"]]
+        ok = p.returncode == 0 and len(turns) > 0 and all(k == expected for k in turns)
+        detail = f"tool-output turns served by {turns}\n" + p.stdout[-400:] + p.stderr[-400:]
+        results.append((f"{name}: a conversation's turns {label}", ok, secs, detail))
+    return results
+
+
+def claude_code_pins(key):
+    home, env = claude_home(key)
+    cmd = [os.path.join(BIN, "claude"), "-p", "--output-format", "json", "--model", "openai/fake-model",
+           "Run the echo command", "--allowedTools", "Bash(echo:*)"]
+    tool = {"name": "Bash", "arguments": {"command": "echo tool-$((40+2))", "description": "print a marker"}}
+    return session_pins("Claude Code -> OpenAI upstream", cmd, env, home, "/v1/chat/completions",
+                        "sk-fake-openai", "sk-fake-openai-2", tool)
+
+
+def codex_pins(key):
+    home, env = codex_home(key)
+    cmd = [os.path.join(BIN, "codex"), "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
+           "Run echo"]
+    tool = {"name": CODEX_SHELL["name"], "arguments": CODEX_SHELL["arguments"]}
+    return session_pins("Codex -> Anthropic upstream", cmd, env, home, "/v1/messages", "sk-fake-ant",
+                        "sk-fake-ant-2", tool)
+
+
 def openai_sdk(key):
     import openai
     client = openai.OpenAI(base_url=f"{GW}/v1", api_key=key)
@@ -264,7 +324,8 @@ def anthropic_sdk(key):
 def main():
     key = setup()
     results = []
-    for scenario in (anthropic_sdk, openai_sdk, claude_code, codex, claude_code_stalls, codex_stalls):
+    for scenario in (anthropic_sdk, openai_sdk, claude_code, codex, claude_code_stalls, codex_stalls,
+                     claude_code_pins, codex_pins):
         try:
             results += scenario(key)
         except Exception as e:  # a client that crashes is a failed scenario, not a crashed run

@@ -50,7 +50,11 @@ test('login, add/disable/delete a connection and create/revoke a key without Jav
   // Shown once: a reload no longer shows it.
   await page.reload();
   await expect(page.getByTestId('new-key')).toHaveCount(0);
-  await page.locator('tr', { hasText: 'nojs-key' }).getByRole('button', { name: 'Revoke' }).click();
+  const keyRow = page.locator('tr', { hasText: 'nojs-key' });
+  await expect(keyRow.locator('[data-scopes]')).toHaveText('inference');
+  // The confirmation is a disclosure: it opens without JavaScript.
+  await keyRow.getByText('Revoke', { exact: true }).click();
+  await keyRow.getByRole('button', { name: 'Revoke key' }).click();
   await expect(page.locator('tr', { hasText: 'nojs-key' })).toHaveCount(0);
 });
 

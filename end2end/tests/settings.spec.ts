@@ -1,5 +1,5 @@
 import { test, expect, Page } from '@playwright/test';
-import { hydrated, login } from './helpers';
+import { FAKE, hydrated, login } from './helpers';
 
 async function openSettings(page: Page, path: string) {
   await login(page);
@@ -54,14 +54,41 @@ test('a card refuses an invalid value in the browser, saves a valid one, and kee
   expect(api.comboCooldownWait).toEqual({ enabled: true, maxWaitMs: 120000, maxAttempts: 3, budgetMs: 240000 });
 });
 
-test('a card whose setting the engine does not act on yet says so; the others do not', async ({ page }) => {
+test('the session affinity card says what the engine pins, and Health counts the pinned sessions', async ({ page }) => {
   await openSettings(page, '/settings/resilience');
-  for (const id of ['session-affinity']) {
-    await expect(page.locator(`[data-card="${id}"] [data-not-yet]`)).toContainText('Not enforced yet');
+  const card = page.locator('[data-card="session-affinity"]');
+  await expect(card).toContainText('X-Claude-Code-Session-Id');
+  await expect(card).toContainText('a 429 or a terminal error there unpins');
+  // A provider with two connections: each session is pinned to the one
+  // that served it (the first, unless its request queue was pacing).
+  const ids: string[] = [];
+  for (const [name, priority] of [['pins-first', 0], ['pins-second', 1]] as const) {
+    const resp = await page.request.post('/api/providers', {
+      data: { provider: 'minimax', name, apiKey: `sk-${name}`, baseUrl: `${FAKE}/v1`, priority },
+    });
+    expect(resp.status(), await resp.text()).toBe(201);
+    ids.push((await resp.json()).connection.id);
   }
-  for (const id of ['provider-breaker', 'quota-share', 'request-queue', 'combo-cooldown-wait']) {
-    await expect(page.locator(`[data-card="${id}"] [data-not-yet]`)).toHaveCount(0);
+  const key = (await (await page.request.post('/api/keys', { data: { name: `pins-${Date.now()}` } })).json()).key;
+  for (const session of ['pinned-a', 'pinned-b']) {
+    const r = await page.request.post('/v1/chat/completions', {
+      headers: { Authorization: `Bearer ${key}`, 'X-Session-Id': session },
+      data: { model: 'minimax/MiniMax-M2', messages: [{ role: 'user', content: 'hi' }] },
+    });
+    expect(r.status(), await r.text()).toBe(200);
   }
+  await page.goto('/monitoring/health');
+  const pins = page.getByTestId('session-pins');
+  const pinned = async () => {
+    let total = 0;
+    for (const id of ids) {
+      const cell = pins.locator(`tr[data-connection="${id}"] [data-sessions]`);
+      if ((await cell.count()) > 0) total += Number(await cell.textContent());
+    }
+    return total;
+  };
+  await expect.poll(pinned, { timeout: 11_000 }).toBe(2);
+  await expect(pins).toContainText('A pin lasts 1h 00m after the session');
 });
 
 test('the server re-checks a save and its field errors are shown at the field', async ({ page }) => {

@@ -8,6 +8,7 @@ pub use sea_orm_migration::prelude::*;
 
 mod m0001_initial;
 mod m0002_breakers;
+mod m0003_session_affinity;
 
 /// Every migration, oldest first.
 pub struct Migrator;
@@ -15,6 +16,10 @@ pub struct Migrator;
 #[async_trait::async_trait]
 impl MigratorTrait for Migrator {
     fn migrations() -> Vec<Box<dyn MigrationTrait>> {
-        vec![Box::new(m0001_initial::Migration), Box::new(m0002_breakers::Migration)]
+        vec![
+            Box::new(m0001_initial::Migration),
+            Box::new(m0002_breakers::Migration),
+            Box::new(m0003_session_affinity::Migration),
+        ]
     }
 }

@@ -35,7 +35,11 @@ use crate::{
         engine::Engine,
     },
     resilience_store::ResilienceStore,
-    routing::{combos::ComboRegistry, registry::ConnectionRegistry},
+    routing::{
+        affinity::{Affinity, Pin, PinKey, SessionId},
+        combos::ComboRegistry,
+        registry::ConnectionRegistry,
+    },
     state::AppState,
     upstream::executor::Executor,
 };
@@ -62,15 +66,19 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
         .context("building the HTTP client")?;
     let resilience = services::resilience::load(&db, config.resilience_env.clone()).await?;
     let (store, changes) = ResilienceStore::spawn(db.clone());
+    let affinity = Affinity::new(clock.clone(), Some(changes.clone()));
+    let keys = KeyRegistry::new(clock.clone(), Some(changes.clone()));
     let engine = Engine::new(clock, Some(changes));
     restore_engine(&engine, &db, &resilience.current()).await?;
+    restore_pins(&affinity, &db, engine.now()).await?;
     let state = Arc::new(AppState {
         engine,
+        affinity,
         resilience_store: store,
         health_cache: parking_lot::Mutex::new(None),
         resilience,
         logs: LogSink::spawn(db.clone(), config.log_retention_rows),
-        keys: KeyRegistry::default(),
+        keys,
         connections: ConnectionRegistry::default(),
         combos: ComboRegistry::default(),
         sessions: SessionStore::default(),
@@ -116,6 +124,25 @@ async fn restore_engine(
         if let Ok(ip) = ip.parse() {
             engine.restore_egress(&connection_id, ip, at);
         }
+    }
+    Ok(())
+}
+
+/// Loads the unexpired session affinity pins (SPEC §R2.2).
+async fn restore_pins(affinity: &Affinity, db: &sea_orm::DatabaseConnection, now: i64) -> anyhow::Result<()> {
+    for row in db::affinity::load(db, now).await? {
+        let (Some(provider), Ok(bytes)) = (upstream::catalog::find(&row.provider), hex::decode(&row.key)) else {
+            continue;
+        };
+        let Ok(session) = <[u8; 32]>::try_from(bytes) else { continue };
+        let key = PinKey { session: SessionId(session), provider: provider.id };
+        let pin = Pin {
+            connection_id: row.connection_id.into(),
+            created_at: row.created_at,
+            last_used_at: row.last_used_at,
+            expires_at: row.expires_at,
+        };
+        affinity.restore(key, pin);
     }
     Ok(())
 }

@@ -1,17 +1,30 @@
-//! Write-behind persistence of the resilience engine: the engine sends
-//! each breaker or connection-health change down a channel and never
-//! waits; this task keeps only the latest change per breaker/connection
-//! and writes them. `flush` waits until everything sent before it is
-//! stored (shutdown, tests).
+//! Write-behind persistence of the resilience engine, the session
+//! affinity table and API key use: they send each breaker,
+//! connection-health, pin or key-use change down a channel and never
+//! wait; this task keeps only the latest change per breaker / connection /
+//! pin / key and writes them. `flush` waits
+//! until everything sent before it is stored (shutdown, tests).
 
 use sea_orm::DatabaseConnection;
 use std::collections::HashMap;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::{
-    db::resilience as repo,
-    resilience::{breaker::Breaker, connection_health::ConnectionHealth, engine::Change},
+    db::{affinity, resilience as repo},
+    resilience::{breaker::Breaker, connection_health::ConnectionHealth},
+    routing::affinity::{Pin, PinKey},
 };
+
+/// A state change the write-behind writer persists.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Change {
+    Breaker(String, Breaker),
+    Connection(String, ConnectionHealth),
+    /// A pin made, moved or touched (`Some`), or dropped (`None`).
+    Pin(PinKey, Option<Pin>),
+    /// An API key was used at (epoch ms).
+    KeyUsed(String, i64),
+}
 
 #[derive(Clone)]
 pub struct ResilienceStore {
@@ -54,6 +67,8 @@ async fn writer(
         // Coalesce: only the newest state of each breaker/connection counts.
         let mut breakers: HashMap<String, Breaker> = HashMap::new();
         let mut health: HashMap<String, ConnectionHealth> = HashMap::new();
+        let mut pins: HashMap<PinKey, Option<Pin>> = HashMap::new();
+        let mut key_uses: HashMap<String, i64> = HashMap::new();
         for change in first.into_iter().chain(std::iter::from_fn(|| changes.try_recv().ok())) {
             match change {
                 Change::Breaker(p, b) => {
@@ -61,6 +76,12 @@ async fn writer(
                 }
                 Change::Connection(id, h) => {
                     health.insert(id, h);
+                }
+                Change::Pin(key, pin) => {
+                    pins.insert(key, pin);
+                }
+                Change::KeyUsed(id, at) => {
+                    key_uses.insert(id, at);
                 }
             }
         }
@@ -72,6 +93,21 @@ async fn writer(
         for (id, h) in &health {
             if let Err(e) = repo::save_health(&db, id, h).await {
                 tracing::error!(error = %e, connection_id = %id, "storing connection health failed");
+            }
+        }
+        for (key, pin) in &pins {
+            let (session, provider) = (key.session.hex(), key.provider);
+            let stored = match pin {
+                Some(pin) => affinity::save(&db, &session, provider, pin).await,
+                None => affinity::delete(&db, &session, provider).await,
+            };
+            if let Err(e) = stored {
+                tracing::error!(error = %e, provider, "storing a session affinity pin failed");
+            }
+        }
+        for (id, at) in &key_uses {
+            if let Err(e) = crate::db::api_keys::touch(&db, id, *at).await {
+                tracing::error!(error = %e, key_id = %id, "storing an API key's last use failed");
             }
         }
         for ack in acks {

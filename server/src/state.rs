@@ -31,6 +31,8 @@ pub struct AppState {
     pub resilience: SettingsHandle,
     /// Breakers, connection health and lockouts (SPEC §R1–§R3).
     pub engine: Engine,
+    /// Session affinity pins (SPEC §R2.2).
+    pub affinity: crate::routing::affinity::Affinity,
     /// Concurrency slots per connection and model (SPEC §R4).
     pub concurrency: crate::resilience::concurrency::Concurrency,
     pub queues: crate::resilience::request_queue::RequestQueues,

@@ -101,8 +101,12 @@ async fn bare_model_ids_resolve_when_one_provider_serves_them() {
 #[tokio::test]
 async fn fails_over_to_the_next_connection_on_503_drop_and_refused() {
     let (fake, gw) = Gateway::with_fake().await;
-    // Plain failover: no connection cools, so every request walks the list.
+    // Plain failover: no connection cools and no session is pinned
+    // (§R2.2), so every request walks the list.
     gw.without_cooldowns().await;
+    let no_pins = json!({"sessionAffinityTtlMs": 0});
+    let resp = gw.api(reqwest::Method::PATCH, "/api/resilience").json(&no_pins).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
     let refused = gw.add_connection("openai", "refused", "sk-refused", &dead_url().await, 0).await;
     let flaky = gw.add_connection("openai", "flaky", "sk-flaky", &v1(&fake), 1).await;
     let good = gw.add_connection("openai", "good", "sk-good", &v1(&fake), 2).await;

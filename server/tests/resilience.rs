@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{Gateway, chat_body, v1};
+use common::{Gateway, chat_body, new_conversation, v1};
 use fake_upstream::{FakeUpstream, Rule};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -53,7 +53,8 @@ async fn a_rate_limited_key_cools_and_traffic_moves_to_the_next_until_it_recover
     assert_eq!(second.headers()["x-omniroute-selected-connection-id"], b.as_str());
     assert_eq!(calls_with(&fake, "sk-a"), 1);
     clock.advance(3_000);
-    let third = gw.chat(chat_body("openai/gpt-4o-mini", false), None).await;
+    // The first conversation stays pinned to b (§R2.2); a new one goes to a.
+    let third = gw.chat(new_conversation("openai/gpt-4o-mini", "Another task"), None).await;
     assert_eq!(third.headers()["x-omniroute-selected-connection-id"], a.as_str(), "back after its cooldown");
     assert_eq!(gw.state.engine.health(&a), Default::default(), "a success clears every error field");
     gw.stop().await;
@@ -202,7 +203,7 @@ async fn a_settings_change_applies_to_the_next_request() {
     assert!(gw.state.engine.health(&a).remaining_ms(gw.state.engine.now()) > 0, "default: the failure cools a");
     gw.state.engine.clear_connection(&a, false);
     gw.without_cooldowns().await;
-    gw.chat(chat_body("openai/gpt-4o-mini", false), None).await;
+    gw.chat(new_conversation("openai/gpt-4o-mini", "Another task"), None).await;
     assert_eq!(gw.state.engine.health(&a).remaining_ms(gw.state.engine.now()), 0, "base 0 now: no cooldown");
     assert_eq!(calls_with(&fake, "sk-a"), 2);
     gw.stop().await;

@@ -5,28 +5,9 @@
 
 mod common;
 
-use common::{ADMIN_PASSWORD, Gateway, chat_body, v1};
+use common::{ADMIN_PASSWORD, FORM, Gateway, chat_body, v1};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-
-const FORM: &str = "application/x-www-form-urlencoded";
-
-/// Signs in through the API; the `Cookie` header value.
-async fn session(gw: &Gateway) -> String {
-    let resp = gw.http.post(format!("{}/api/auth/login", gw.url)).json(&json!({"password": ADMIN_PASSWORD})).send();
-    let resp = resp.await.unwrap();
-    assert_eq!(resp.status(), 200);
-    resp.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_owned()
-}
-
-/// POSTs a server function the way the hydrated dashboard does.
-fn sfn(gw: &Gateway, name: &str, cookie: &str, body: &str) -> reqwest::RequestBuilder {
-    gw.http
-        .post(format!("{}/sfn/{name}", gw.url))
-        .header("cookie", cookie)
-        .header("content-type", FORM)
-        .body(body.to_owned())
-}
 
 async fn connection_count(gw: &Gateway) -> usize {
     gw.get_json("/api/providers").await["connections"].as_array().unwrap().len()
@@ -35,7 +16,7 @@ async fn connection_count(gw: &Gateway) -> usize {
 #[tokio::test]
 async fn cross_site_dashboard_posts_are_refused_and_same_origin_ones_pass() {
     let gw = Gateway::start().await;
-    let cookie = session(&gw).await;
+    let cookie = gw.sign_in().await;
     let add = "provider=openai&name=forged&api_key=sk-forged-0000&base_url=http%3A%2F%2F127.0.0.1%3A9%2Fv1";
     let host = gw.url.trim_start_matches("http://").to_owned();
     // What an attacker's page produces: another origin, or another port of
@@ -47,7 +28,7 @@ async fn cross_site_dashboard_posts_are_refused_and_same_origin_ones_pass() {
         vec![("sec-fetch-site", "cross-site".to_owned())],
     ];
     for headers in forged {
-        let mut req = sfn(&gw, "add_connection", &cookie, add);
+        let mut req = gw.sfn("add_connection", &cookie, add);
         for (k, v) in &headers {
             req = req.header(*k, v);
         }
@@ -57,10 +38,10 @@ async fn cross_site_dashboard_posts_are_refused_and_same_origin_ones_pass() {
     }
     assert_eq!(connection_count(&gw).await, 0, "nothing was created");
 
-    let same_origin = sfn(&gw, "add_connection", &cookie, add).header("sec-fetch-site", "same-origin");
+    let same_origin = gw.sfn("add_connection", &cookie, add).header("sec-fetch-site", "same-origin");
     assert_eq!(same_origin.send().await.unwrap().status(), 200);
-    let by_origin = sfn(&gw, "add_connection", &cookie, &add.replace("forged", "second"))
-        .header("origin", format!("http://{host}"));
+    let by_origin =
+        gw.sfn("add_connection", &cookie, &add.replace("forged", "second")).header("origin", format!("http://{host}"));
     assert_eq!(by_origin.send().await.unwrap().status(), 200);
     assert_eq!(connection_count(&gw).await, 2);
     gw.stop().await;
@@ -69,7 +50,7 @@ async fn cross_site_dashboard_posts_are_refused_and_same_origin_ones_pass() {
 #[tokio::test]
 async fn cookie_authenticated_api_changes_must_be_same_origin_json() {
     let gw = Gateway::start().await;
-    let cookie = session(&gw).await;
+    let cookie = gw.sign_in().await;
     let post = |path: &str| gw.http.post(format!("{}{path}", gw.url)).header("cookie", cookie.clone());
 
     // An empty form post (what a forged <form> sends) changes nothing.
@@ -179,7 +160,7 @@ async fn sign_in_is_throttled_and_a_wrong_password_is_401_everywhere() {
 #[tokio::test]
 async fn bad_server_function_input_is_a_4xx_that_changes_nothing() {
     let gw = Gateway::start().await;
-    let cookie = session(&gw).await;
+    let cookie = gw.sign_in().await;
     let cases = [
         ("set_connection_active", "id=x&active=maybe", StatusCode::BAD_REQUEST),
         ("set_connection_active", "active=true", StatusCode::BAD_REQUEST),
@@ -190,7 +171,7 @@ async fn bad_server_function_input_is_a_4xx_that_changes_nothing() {
         ("revoke_key", "id=no-such-id", StatusCode::NOT_FOUND),
     ];
     for (name, body, status) in cases {
-        let resp = sfn(&gw, name, &cookie, body).send().await.unwrap();
+        let resp = gw.sfn(name, &cookie, body).send().await.unwrap();
         let got = resp.status();
         assert_eq!(got, status, "{name} {body}: {}", resp.text().await.unwrap());
     }

@@ -15,7 +15,9 @@
 //!    Anthropic `/v1/messages` requests for an OpenAI upstream;
 //! 5. the resilience gates alone (`server/benches/gates.rs`): ns per
 //!    request with state for 100 providers × 10 connections; and each combo
-//!    strategy ordering 20 targets (`server/benches/strategies.rs`).
+//!    strategy ordering 20 targets (`server/benches/strategies.rs`); the
+//!    session affinity lookup and touch with 50,000 pins
+//!    (`server/benches/affinity.rs`).
 //!
 //! 6. the request queue (SPEC §R5), which the other phases run without
 //!    (`RATE_LIMIT_AUTO_ENABLE=false`): its CPU per request with limits never
@@ -109,6 +111,9 @@ pub fn run() -> anyhow::Result<()> {
     step("combo strategies micro-benchmark (20 targets)");
     let strategies = util::output(cargo().args(["bench", "-q", "-p", "server", "--bench", "strategies"]))?;
     report["strategies"] = serde_json::from_str(strategies.trim())?;
+    step("session affinity micro-benchmark (50,000 pins)");
+    let affinity = util::output(cargo().args(["bench", "-q", "-p", "server", "--bench", "affinity"]))?;
+    report["affinity"] = serde_json::from_str(affinity.trim())?;
     let _ = std::fs::remove_dir_all(&data_dir);
     std::fs::write(out_dir.join("latest.json"), serde_json::to_string_pretty(&report)?)?;
     print_report(&report);
@@ -374,6 +379,10 @@ fn print_report(r: &Value) {
     if let Some((name, ns)) = slowest {
         println!("combo strategies     slowest {name} {ns:.0} ns to order 20 targets (target ≤ 2000)");
     }
+    println!(
+        "session affinity     {:.0} ns/request (hash, lookup and touch with 50,000 pins; target ≤ 1000)",
+        f("/affinity/nsPerRequest")
+    );
     println!("request queue        off for the phases above (RATE_LIMIT_AUTO_ENABLE=false)");
     println!(
         "  protection on      CPU +{:.1} µs/request (median of paired rounds; target ≤ 3)   throughput on/off {:.3}",

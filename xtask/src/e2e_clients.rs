@@ -2,7 +2,8 @@
 //! coding agents and the official SDKs through the gateway — Claude Code,
 //! Codex CLI, and the `openai` and `anthropic` Python SDKs, each against a
 //! fake upstream of another protocol, each with a tool round trip; and
-//! Claude Code and Codex through a first connection that stalls. Pinned
+//! Claude Code and Codex through a first connection that stalls, and the
+//! turns of one Claude Code or Codex conversation on one connection. Pinned
 //! versions come from `end2end/clients/{package.json,requirements.txt}`
 //! (npm and PyPI only); the scenarios are in `end2end/clients/run.py`.
 

@@ -1,6 +1,7 @@
 //! `/monitoring/health`: provider circuit breakers with live countdowns
 //! and reset buttons, connection health per provider, the queues at
-//! connection limits (in flight, waiting), and the process.
+//! connection limits (in flight, waiting), the sessions pinned to each
+//! connection, and the process.
 //! Refreshes every few seconds once hydrated; resets work without JS too.
 
 use leptos::prelude::*;
@@ -8,7 +9,7 @@ use leptos::prelude::*;
 use crate::{
     api::{ResetBreakers, get_health},
     components::{BUTTON, Countdown, Layout, Loading, REFRESH_TICKS, TableHead, action_error, use_ticker},
-    types::monitoring::{BreakerInfo, HealthReport, QueueInfo},
+    types::monitoring::{BreakerInfo, HealthReport, QueueInfo, SessionAffinityInfo},
 };
 use std::collections::BTreeMap;
 
@@ -99,6 +100,10 @@ fn Report(r: HealthReport, tick: RwSignal<u64>, reset: ServerAction<ResetBreaker
             <h2 class="font-semibold mb-2">"Queues"</h2>
             <QueueTable queues=r.queues />
         </section>
+        <section class="mb-6 bg-white p-4 rounded-md shadow-sm">
+            <h2 class="font-semibold mb-2">"Session affinity"</h2>
+            <PinTable affinity=r.session_affinity />
+        </section>
         <p class="text-xs text-slate-500">{format!("Version {} · report from {}", r.system.version, r.timestamp)}</p>
     }
 }
@@ -146,6 +151,61 @@ fn QueueTable(queues: BTreeMap<String, QueueInfo>) -> impl IntoView {
                     .collect_view()}
             </tbody>
         </table>
+    }
+    .into_any()
+}
+
+/// How many client sessions each connection holds pinned (SPEC §R2.2).
+#[component]
+fn PinTable(affinity: SessionAffinityInfo) -> impl IntoView {
+    let settings = view! { <a href="/settings/session-affinity" class="text-indigo-700">"Session affinity"</a> };
+    if affinity.ttl_ms == 0 {
+        return view! {
+            <p class="text-slate-500" data-testid="session-pins">
+                "Off: every request takes the routing order. Turn it on in " {settings} "."
+            </p>
+        }
+        .into_any();
+    }
+    let lifetime = crate::format::duration(affinity.ttl_ms);
+    if affinity.pins.is_empty() {
+        return view! {
+            <p class="text-slate-500" data-testid="session-pins">
+                {format!(
+                    "No session is pinned. When a provider has more than one usable connection, a conversation stays on the connection that served it for {lifetime} after its last request (",
+                )}
+                {settings}
+                ")."
+            </p>
+        }
+        .into_any();
+    }
+    view! {
+        <div data-testid="session-pins">
+        <table class="w-full text-sm">
+            <TableHead columns=&["Connection", "Provider", "Pinned sessions"] />
+            <tbody>
+                {affinity
+                    .pins
+                    .into_iter()
+                    .map(|p| {
+                        view! {
+                            <tr class="border-b border-slate-100" data-connection=p.connection_id>
+                                <td class="p-2">{p.connection}</td>
+                                <td class="p-2">{p.provider}</td>
+                                <td class="p-2" data-sessions=p.sessions>{p.sessions}</td>
+                            </tr>
+                        }
+                    })
+                    .collect_view()}
+            </tbody>
+        </table>
+        <p class="text-sm text-slate-600 mt-2">
+            {format!("A pin lasts {lifetime} after the session's last request — ")}
+            {settings}
+            "."
+        </p>
+        </div>
     }
     .into_any()
 }

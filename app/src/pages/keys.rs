@@ -1,20 +1,33 @@
-//! `/keys`: client API keys — create (the key is shown once), revoke.
+//! `/keys`: client API keys — create one with its scopes and the
+//! connections it may use (the key is shown once), see each key's scopes,
+//! allowed connections by name, creation and last use, and revoke one
+//! after a confirmation. Every action is a plain form post too.
 
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
 use crate::{
-    api::{CreateKey, RevokeKey, get_keys, take_new_key},
-    components::{Layout, Loading, action_error},
+    api::{CreateKey, RevokeKey, get_connections, get_keys, take_new_key},
+    components::{BUTTON, Layout, Loading, TableHead, action_error},
     format::timestamp,
-    types::{ApiKeyView, CreatedApiKey},
+    types::{ApiKeyView, ConnectionView, CreatedApiKey, Scope},
 };
+
+/// What each scope lets a key do, as the form explains it.
+fn scope_help(scope: Scope) -> &'static str {
+    match scope {
+        Scope::Inference => "call the /v1 endpoints (models, chat, messages, responses)",
+        Scope::Management => "call the management API (/api), as the dashboard does",
+        Scope::LeaseExclusive => "hold exclusive session leases on its allowed connections",
+    }
+}
 
 #[component]
 pub fn KeysPage() -> impl IntoView {
     let create = ServerAction::<CreateKey>::new();
     let revoke = ServerAction::<RevokeKey>::new();
     let keys = Resource::new(move || (create.version().get(), revoke.version().get()), |_| get_keys());
+    let connections = Resource::new(|| (), |_| get_connections());
     // After a plain form post the server redirects to ?created=<id>.
     let query = use_query_map();
     let stashed = Resource::new(
@@ -34,31 +47,88 @@ pub fn KeysPage() -> impl IntoView {
             <Transition fallback=|| ()>
                 {move || Suspend::new(async move { stashed.await.map(|created| view! { <NewKey created /> }) })}
             </Transition>
-            <section class="mb-6 bg-white p-4 rounded-md shadow-sm">
-                <h2 class="font-semibold mb-2">"Create a key"</h2>
-                <ActionForm action=create attr:class="flex flex-wrap gap-3 items-end" attr:data-testid="create-key">
-                    <label class="flex flex-col text-sm">
-                        "Name"
-                        <input name="name" required class="border border-slate-300 rounded-md px-2 py-1" />
-                    </label>
-                    <label class="text-sm flex items-center gap-1">
-                        <input type="checkbox" name="management" value="on" />
-                        "also allow the management API"
-                    </label>
-                    <button type="submit" class="px-3 py-1 rounded-md bg-indigo-600 text-white">
-                        "Create"
-                    </button>
-                </ActionForm>
-            </section>
             <Transition fallback=Loading>
                 {move || Suspend::new(async move {
-                    match keys.await {
-                        Ok(list) => view! { <KeyTable keys=list.keys revoke /> }.into_any(),
-                        Err(e) => view! { <p role="alert">{e.to_string()}</p> }.into_any(),
+                    let connections = match connections.await {
+                        Ok(list) => list.connections,
+                        Err(e) => return view! { <p role="alert">{e.to_string()}</p> }.into_any(),
+                    };
+                    let list = match keys.await {
+                        Ok(list) => list.keys,
+                        Err(e) => return view! { <p role="alert">{e.to_string()}</p> }.into_any(),
+                    };
+                    view! {
+                        <CreateForm create connections=connections.clone() />
+                        <KeyTable keys=list connections revoke />
                     }
+                        .into_any()
                 })}
             </Transition>
         </Layout>
+    }
+}
+
+#[component]
+fn CreateForm(create: ServerAction<CreateKey>, connections: Vec<ConnectionView>) -> impl IntoView {
+    let choices = if connections.is_empty() {
+        view! { <p class="text-sm text-slate-500">"No connections yet: the key may use every connection added later."</p> }
+            .into_any()
+    } else {
+        connections
+            .into_iter()
+            .map(|c| {
+                view! {
+                    <label class="text-sm flex items-center gap-1">
+                        <input type="checkbox" name=format!("allowed[conn-{}]", c.id) value="on" />
+                        {format!("{} ({})", c.name, c.provider)}
+                    </label>
+                }
+            })
+            .collect_view()
+            .into_any()
+    };
+    view! {
+        <section class="mb-6 bg-white p-4 rounded-md shadow-sm">
+            <h2 class="font-semibold mb-2">"Create a key"</h2>
+            <ActionForm action=create attr:class="flex flex-col gap-3" attr:data-testid="create-key">
+                <label class="flex flex-col text-sm max-w-sm">
+                    "Name"
+                    <input name="name" required maxlength="100" class="border border-slate-300 rounded-md px-2 py-1" />
+                </label>
+                <fieldset class="text-sm">
+                    <legend class="font-medium">"Scopes"</legend>
+                    {Scope::ALL
+                        .into_iter()
+                        .map(|s| {
+                            view! {
+                                <label class="flex items-center gap-1">
+                                    <input
+                                        type="checkbox"
+                                        name=format!("scopes[{}]", s.as_str())
+                                        value="on"
+                                        checked=s == Scope::Inference
+                                    />
+                                    <span class="font-mono">{s.as_str()}</span>
+                                    <span class="text-slate-500">{format!("— {}", scope_help(s))}</span>
+                                </label>
+                            }
+                        })
+                        .collect_view()}
+                </fieldset>
+                <fieldset class="text-sm" data-testid="allowed-connections">
+                    <legend class="font-medium">"Allowed connections"</legend>
+                    <p class="text-slate-500">
+                        "Leave all unchecked to let the key use every connection. A lease:exclusive key must name its connections."
+                    </p>
+                    {choices}
+                </fieldset>
+                <div>
+                    <button type="submit" class="px-3 py-1 rounded-md bg-indigo-600 text-white">
+                        "Create"
+                    </button>
+                </div>
+            </ActionForm>
+        </section>
     }
 }
 
@@ -74,8 +144,21 @@ fn NewKey(created: CreatedApiKey) -> impl IntoView {
     }
 }
 
+/// The allowed connections of a key, by name.
+fn allowed_names(allowed: Option<&[String]>, connections: &[ConnectionView]) -> String {
+    let Some(ids) = allowed else { return "every connection".into() };
+    let names: Vec<String> = ids
+        .iter()
+        .map(|id| match connections.iter().find(|c| &c.id == id) {
+            Some(c) => c.name.clone(),
+            None => "(deleted connection)".into(),
+        })
+        .collect();
+    names.join(", ")
+}
+
 #[component]
-fn KeyTable(keys: Vec<ApiKeyView>, revoke: ServerAction<RevokeKey>) -> impl IntoView {
+fn KeyTable(keys: Vec<ApiKeyView>, connections: Vec<ConnectionView>, revoke: ServerAction<RevokeKey>) -> impl IntoView {
     if keys.is_empty() {
         return view! {
             <p class="text-slate-500">"No keys yet: /v1 accepts anonymous local requests until the first key exists."</p>
@@ -83,41 +166,54 @@ fn KeyTable(keys: Vec<ApiKeyView>, revoke: ServerAction<RevokeKey>) -> impl Into
         .into_any();
     }
     view! {
-        <table class="w-full bg-white rounded-md shadow-sm text-sm" data-testid="keys">
-            <thead>
-                <tr class="text-left border-b border-slate-200">
-                    <th class="p-2">"Name"</th>
-                    <th class="p-2">"Key"</th>
-                    <th class="p-2">"Scopes"</th>
-                    <th class="p-2">"Created (UTC)"</th>
-                    <th class="p-2"></th>
-                </tr>
-            </thead>
-            <tbody>
-                {keys
-                    .into_iter()
-                    .map(|k| {
-                        let scopes: Vec<&str> = k.scopes.iter().map(|s| s.as_str()).collect();
-                        view! {
-                            <tr class="border-b border-slate-100">
-                                <td class="p-2">{k.name}</td>
-                                <td class="p-2 font-mono">{format!("{}…", k.key_prefix)}</td>
-                                <td class="p-2">{scopes.join(", ")}</td>
-                                <td class="p-2">{timestamp(k.created_at)}</td>
-                                <td class="p-2">
-                                    <ActionForm action=revoke>
-                                        <input type="hidden" name="id" value=k.id />
-                                        <button type="submit" class="px-2 py-1 rounded-md border border-slate-300 text-red-700 text-sm">
-                                            "Revoke"
-                                        </button>
-                                    </ActionForm>
-                                </td>
-                            </tr>
-                        }
-                    })
-                    .collect_view()}
-            </tbody>
-        </table>
+        <div class="overflow-x-auto">
+            <table class="w-full bg-white rounded-md shadow-sm text-sm" data-testid="keys">
+                <TableHead columns=&["Name", "Key", "Scopes", "Allowed connections", "Created (UTC)", "Last used (UTC)", ""] />
+                <tbody>
+                    {keys
+                        .into_iter()
+                        .map(|k| {
+                            let scopes: Vec<&str> = k.scopes.iter().map(|s| s.as_str()).collect();
+                            let allowed = allowed_names(k.allowed_connections.as_deref(), &connections);
+                            let last_used = k.last_used_at.map_or_else(|| "never".into(), timestamp);
+                            let row_id = k.id.clone();
+                            view! {
+                                <tr class="border-b border-slate-100 align-top" data-key=row_id>
+                                    <td class="p-2">{k.name.clone()}</td>
+                                    <td class="p-2 font-mono">{format!("{}…", k.key_prefix)}</td>
+                                    <td class="p-2" data-scopes="">{scopes.join(", ")}</td>
+                                    <td class="p-2" data-allowed="">{allowed}</td>
+                                    <td class="p-2">{timestamp(k.created_at)}</td>
+                                    <td class="p-2" data-last-used="">{last_used}</td>
+                                    <td class="p-2">
+                                        <RevokeButton id=k.id name=k.name revoke />
+                                    </td>
+                                </tr>
+                            }
+                        })
+                        .collect_view()}
+                </tbody>
+            </table>
+        </div>
     }
     .into_any()
+}
+
+/// Revoke, after a confirmation (a disclosure: no JavaScript needed).
+#[component]
+fn RevokeButton(id: String, name: String, revoke: ServerAction<RevokeKey>) -> impl IntoView {
+    view! {
+        <details>
+            <summary class=format!("{BUTTON} text-red-700 cursor-pointer list-none")>"Revoke"</summary>
+            <div class="mt-2 p-2 rounded-md bg-red-50 text-red-900 max-w-xs" data-testid="revoke-confirm">
+                <p>{format!("Revoke “{name}”? Clients using it are refused from the next request on.")}</p>
+                <ActionForm action=revoke>
+                    <input type="hidden" name="id" value=id />
+                    <button type="submit" class="mt-2 px-2 py-1 rounded-md bg-red-700 text-white text-sm">
+                        "Revoke key"
+                    </button>
+                </ActionForm>
+            </div>
+        </details>
+    }
 }

@@ -61,14 +61,20 @@ impl CreateApiKey {
         {
             e.push("allowedConnections", "ids must not be empty");
         }
+        let no_connections = self.allowed_connections.as_ref().is_none_or(Vec::is_empty);
+        if self.effective_scopes().contains(&Scope::LeaseExclusive) && no_connections {
+            e.push(
+                "allowedConnections",
+                "a key with the lease:exclusive scope must name the connections its leases may hold",
+            );
+        }
         e.into_result()
     }
 
     /// The scopes the key gets: the given ones, else inference only.
     pub fn effective_scopes(&self) -> Vec<Scope> {
-        let mut scopes = self.scopes.clone().unwrap_or_else(|| vec![Scope::Inference]);
-        scopes.dedup();
-        scopes
+        let given = self.scopes.clone().unwrap_or_else(|| vec![Scope::Inference]);
+        Scope::ALL.into_iter().filter(|s| given.contains(s)).collect()
     }
 }
 
@@ -114,6 +120,20 @@ mod tests {
     fn default_scope_is_inference() {
         let k = CreateApiKey { name: "a".into(), ..Default::default() };
         assert_eq!(k.effective_scopes(), vec![Scope::Inference]);
+    }
+
+    #[test]
+    fn a_lease_key_names_its_connections() {
+        let lease = |allowed: Option<Vec<String>>| CreateApiKey {
+            name: "a".into(),
+            scopes: Some(vec![Scope::Inference, Scope::LeaseExclusive]),
+            allowed_connections: allowed,
+        };
+        for refused in [None, Some(vec![])] {
+            let fields: Vec<_> = lease(refused).validate().unwrap_err().into_iter().map(|e| e.field).collect();
+            assert_eq!(fields, ["allowedConnections"]);
+        }
+        assert!(lease(Some(vec!["c1".into()])).validate().is_ok());
     }
 
     #[test]

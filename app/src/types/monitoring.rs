@@ -24,6 +24,27 @@ pub struct HealthReport {
     /// The local queues with a limit, by identity: concurrency gates
     /// (`qsconn:<connectionId>[:model:<model>]`, §R4).
     pub queues: BTreeMap<String, QueueInfo>,
+    pub session_affinity: SessionAffinityInfo,
+}
+
+/// Sessions pinned to connections (SPEC §R2.2).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionAffinityInfo {
+    /// `sessionAffinityTtlMs`; 0: affinity is off.
+    pub ttl_ms: u64,
+    /// Connections with pinned sessions, most first.
+    pub pins: Vec<SessionPins>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionPins {
+    pub provider: String,
+    pub connection_id: String,
+    /// The connection's name.
+    pub connection: String,
+    pub sessions: u32,
 }
 
 /// One local queue: who waits for it and who holds it.

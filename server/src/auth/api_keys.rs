@@ -1,23 +1,38 @@
 //! Client API keys in memory: hash → key facts, swapped atomically when a
 //! key is created or revoked, so checking a key never touches the database.
+//! A key's last use is kept here and written behind, at most once a
+//! minute per key.
 
 use app::types::Scope;
 use arc_swap::ArcSwap;
 use sea_orm::{DatabaseConnection, DbErr};
-use std::{collections::HashMap, sync::Arc};
+use std::{
+    collections::HashMap,
+    sync::{
+        Arc,
+        atomic::{AtomicI64, Ordering},
+    },
+};
+use tokio::sync::mpsc::UnboundedSender;
 
-use crate::db::api_keys;
+use crate::{db::api_keys, resilience::clock::Clock, resilience_store::Change};
+
+/// A key's use is stored at most this often (the list shows the time to
+/// the minute).
+const USE_STORE_INTERVAL_MS: i64 = 60_000;
 
 /// Prefix of every generated client key.
 pub const KEY_PREFIX: &str = "omr-";
 
 /// What the gateway knows about a presented, valid key.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct KeyEntry {
     pub id: String,
     pub scopes: Vec<Scope>,
     /// `None` = every connection.
     pub allowed_connections: Option<Vec<String>>,
+    /// Epoch ms of its last use; 0 when never used.
+    last_used_at: AtomicI64,
 }
 
 impl KeyEntry {
@@ -28,16 +43,50 @@ impl KeyEntry {
     pub fn may_use(&self, connection_id: &str) -> bool {
         self.allowed_connections.as_ref().is_none_or(|ids| ids.iter().any(|id| id == connection_id))
     }
+
+    pub fn new(id: String, scopes: Vec<Scope>, allowed_connections: Option<Vec<String>>) -> Self {
+        Self { id, scopes, allowed_connections, last_used_at: AtomicI64::new(0) }
+    }
+
+    /// When it was last used (`None`: never).
+    pub fn last_used_at(&self) -> Option<i64> {
+        Some(self.last_used_at.load(Ordering::Relaxed)).filter(|at| *at > 0)
+    }
+
+    /// Marks a use at `now`; whether it is due to be stored.
+    fn used(&self, now: i64) -> bool {
+        let before = self.last_used_at.load(Ordering::Relaxed);
+        before <= now - USE_STORE_INTERVAL_MS
+            && self.last_used_at.compare_exchange(before, now, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+    }
 }
 
-#[derive(Default)]
 pub struct KeyRegistry {
     by_hash: ArcSwap<HashMap<String, Arc<KeyEntry>>>,
+    clock: Arc<dyn Clock>,
+    changes: Option<UnboundedSender<Change>>,
 }
 
 impl KeyRegistry {
+    pub fn new(clock: Arc<dyn Clock>, changes: Option<UnboundedSender<Change>>) -> Self {
+        Self { by_hash: ArcSwap::default(), clock, changes }
+    }
+
+    /// The key presented, if valid; its use is recorded.
     pub fn lookup(&self, presented: &str) -> Option<Arc<KeyEntry>> {
-        self.by_hash.load().get(&super::sha256_hex(presented)).cloned()
+        let entry = self.by_hash.load().get(&super::sha256_hex(presented)).cloned()?;
+        let now = self.clock.now_ms();
+        if entry.used(now)
+            && let Some(tx) = &self.changes
+        {
+            let _ = tx.send(Change::KeyUsed(entry.id.clone(), now));
+        }
+        Some(entry)
+    }
+
+    /// When the key `id` was last used, as known in memory.
+    pub fn last_used_at(&self, id: &str) -> Option<i64> {
+        self.by_hash.load().values().find(|k| k.id == id)?.last_used_at()
     }
 
     /// `requireApiKey`: once any key exists, `/v1/*` needs one.
@@ -46,15 +95,16 @@ impl KeyRegistry {
     }
 
     pub async fn reload(&self, db: &DatabaseConnection) -> Result<(), DbErr> {
+        let before = self.by_hash.load();
         let map = api_keys::list(db)
             .await?
             .into_iter()
             .map(|row| {
-                let entry = KeyEntry {
-                    id: row.id,
-                    scopes: parse_scopes(&row.scopes),
-                    allowed_connections: row.allowed_connections.as_deref().and_then(|s| serde_json::from_str(s).ok()),
-                };
+                let allowed = row.allowed_connections.as_deref().and_then(|s| serde_json::from_str(s).ok());
+                let entry = KeyEntry::new(row.id, parse_scopes(&row.scopes), allowed);
+                // A use not stored yet is not lost by the reload.
+                let known = before.get(&row.key_hash).and_then(|k| k.last_used_at());
+                entry.last_used_at.store(known.max(row.last_used_at).unwrap_or(0), Ordering::Relaxed);
                 (row.key_hash, Arc::new(entry))
             })
             .collect();
@@ -86,9 +136,19 @@ mod tests {
 
     #[test]
     fn allow_list_restricts_connections() {
-        let k =
-            KeyEntry { id: "k".into(), scopes: vec![Scope::Inference], allowed_connections: Some(vec!["c1".into()]) };
+        let k = KeyEntry::new("k".into(), vec![Scope::Inference], Some(vec!["c1".into()]));
         assert!(k.may_use("c1") && !k.may_use("c2"));
         assert!(k.has(Scope::Inference) && !k.has(Scope::Management));
+    }
+
+    #[test]
+    fn a_use_is_due_for_storage_once_a_minute() {
+        let k = KeyEntry::new("k".into(), vec![Scope::Inference], None);
+        assert_eq!(k.last_used_at(), None);
+        assert!(k.used(1_000_000));
+        assert!(!k.used(1_030_000), "within the minute: kept in memory only");
+        assert_eq!(k.last_used_at(), Some(1_000_000));
+        assert!(k.used(1_060_000));
+        assert_eq!(k.last_used_at(), Some(1_060_000));
     }
 }

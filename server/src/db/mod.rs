@@ -1,6 +1,7 @@
 //! Persistence: the connection, migrations, and one repository per table.
 //! Queries live here only; services call repositories.
 
+pub mod affinity;
 pub mod aliases;
 pub mod api_keys;
 pub mod combos;

@@ -12,8 +12,14 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::{ops::Range, sync::OnceLock};
 
-use super::{errors::ProxyError, session::session_key};
-use crate::protocols::{ir, json::Invalid, translate};
+use super::{
+    errors::ProxyError,
+    session::{BodyIds, body_session_key, first_text_session_key, session_key},
+};
+use crate::{
+    protocols::{ir, json::Invalid, translate},
+    routing::affinity::SessionId,
+};
 
 /// Client headers an upstream of the client's own protocol receives.
 const PASSTHROUGH_HEADERS: [&str; 2] = ["anthropic-version", "anthropic-beta"];
@@ -34,6 +40,14 @@ struct Head<'a> {
     input: Option<&'a RawValue>,
     #[serde(borrow, default)]
     background: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    metadata: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    conversation_id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    session_id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    prompt_cache_key: Option<&'a RawValue>,
 }
 
 #[derive(Debug)]
@@ -48,9 +62,11 @@ pub struct ClientRequest {
     ir: OnceLock<Result<ir::Request, Invalid>>,
     /// Headers for an upstream of the same protocol (`anthropic-beta`, …).
     pub passthrough_headers: HeaderMap,
-    /// The client session, from its session headers (for session affinity,
-    /// §R2.2); never forwarded, never logged.
-    pub session: Option<String>,
+    /// The client session's key from its session headers or body ids
+    /// (for session affinity, §R2.2); never forwarded, never logged.
+    session_key: Option<String>,
+    /// The session's hash, on first need.
+    session: OnceLock<Option<SessionId>>,
     /// A Responses request asked for `background: true`, which the gateway
     /// cannot hold for a later poll: it runs synchronously instead, without
     /// the field (SPEC §R8), and the answer says so.
@@ -120,7 +136,14 @@ impl ClientRequest {
             Some("true") => true,
             Some(_) => return Err(ProxyError::bad_field("stream", "`stream` must be a boolean")),
         };
-        Ok(Self::new(protocol, model, stream, body, Some(model_span), headers))
+        let ids = BodyIds {
+            metadata: head.metadata,
+            conversation_id: head.conversation_id,
+            session_id: head.session_id,
+            prompt_cache_key: head.prompt_cache_key,
+        };
+        let session_key = session_key(headers).or_else(|| body_session_key(&ids));
+        Ok(Self::new(protocol, model, stream, body, Some(model_span), session_key, headers))
     }
 
     /// A Gemini request: the model and streaming come from the URL, the
@@ -139,7 +162,7 @@ impl ClientRequest {
             Some(Some(rest)) if !rest.starts_with(']') => {}
             _ => return Err(ProxyError::bad_field("contents", "`contents` must be a non-empty array")),
         }
-        Ok(Self::new(Protocol::Gemini, model.to_owned(), stream, body, None, headers))
+        Ok(Self::new(Protocol::Gemini, model.to_owned(), stream, body, None, session_key(headers), headers))
     }
 
     fn new(
@@ -148,6 +171,7 @@ impl ClientRequest {
         stream: bool,
         body: Bytes,
         model_span: Option<Range<usize>>,
+        session_key: Option<String>,
         headers: &HeaderMap,
     ) -> Self {
         let mut passthrough_headers = HeaderMap::new();
@@ -156,7 +180,6 @@ impl ClientRequest {
                 passthrough_headers.append(name, v.clone());
             }
         }
-        let session = session_key(headers);
         Self {
             protocol,
             model,
@@ -165,9 +188,35 @@ impl ClientRequest {
             model_span,
             ir: OnceLock::new(),
             passthrough_headers,
-            session,
+            session_key,
+            session: OnceLock::new(),
             background_dropped: false,
         }
+    }
+
+    /// The client session (SPEC §R2.2): its headers or body ids, else its
+    /// first user text — read through the internal representation, so
+    /// only a request without ids that meets a choice of connections
+    /// pays for it.
+    pub fn session(&self) -> Option<SessionId> {
+        *self.session.get_or_init(|| {
+            let key = match &self.session_key {
+                Some(k) => k.clone(),
+                None => first_text_session_key(self.ir().ok()?)?,
+            };
+            Some(SessionId::of(&key))
+        })
+    }
+
+    /// The request in the internal representation (read once).
+    fn ir(&self) -> Result<&ir::Request, &Invalid> {
+        self.ir
+            .get_or_init(|| {
+                let v = serde_json::from_slice(&self.body)
+                    .map_err(|e| Invalid { field: "body".into(), message: e.to_string() })?;
+                translate::read_request(self.protocol, &v)
+            })
+            .as_ref()
     }
 
     /// The body for a target of protocol `target` serving `model`.
@@ -175,15 +224,7 @@ impl ClientRequest {
         if target == self.protocol {
             return Ok(self.spliced(model));
         }
-        let ir = self
-            .ir
-            .get_or_init(|| {
-                let v = serde_json::from_slice(&self.body)
-                    .map_err(|e| Invalid { field: "body".into(), message: e.to_string() })?;
-                translate::read_request(self.protocol, &v)
-            })
-            .as_ref()
-            .map_err(|e| ProxyError::bad_field(e.field.clone(), e.to_string()))?;
+        let ir = self.ir().map_err(|e| ProxyError::bad_field(e.field.clone(), e.to_string()))?;
         let mut req = ir.clone();
         req.model = model.to_owned();
         req.stream = self.stream;

@@ -125,6 +125,7 @@ pub async fn serve(state: &Arc<AppState>, req: &ClientRequest, inbound: &Inbound
         passthrough_headers: &req.passthrough_headers,
         recovered: Default::default(),
         alias: aliased.is_some().then_some(req.model.as_str()),
+        request: Some(req),
     };
     let plan = match state.combos.get(model) {
         Some(combo) => Plan::combo(combo, &snapshot, state),

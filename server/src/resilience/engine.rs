@@ -37,12 +37,7 @@ use super::{
 /// against the breaker.
 pub const NETWORK_ERROR_DEDUP_MS: i64 = 5_000;
 
-/// A state change the write-behind writer persists.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Change {
-    Breaker(String, Breaker),
-    Connection(String, ConnectionHealth),
-}
+pub use crate::resilience_store::Change;
 
 struct ProviderSlot {
     breaker: Mutex<Breaker>,

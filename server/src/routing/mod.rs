@@ -1,6 +1,7 @@
 //! Which connections may serve a request: the live connection registry
 //! (memory, reloaded on every change) and model addressing.
 
+pub mod affinity;
 pub mod aliases;
 pub mod combo_state;
 pub mod combos;

@@ -1,6 +1,6 @@
 //! Client API keys: create (the key is returned once), list, revoke.
 
-use app::types::{ApiKeyList, ApiKeyView, CreateApiKey, CreatedApiKey};
+use app::types::{ApiKeyList, ApiKeyView, CreateApiKey, CreatedApiKey, FieldError};
 
 use super::ServiceError;
 use crate::{
@@ -12,8 +12,18 @@ use crate::{
 /// Characters of a key kept for display (`omr-AbCd…`).
 const DISPLAY_PREFIX: usize = 8;
 
-pub async fn create(state: &AppState, input: CreateApiKey) -> Result<CreatedApiKey, ServiceError> {
+pub async fn create(state: &AppState, mut input: CreateApiKey) -> Result<CreatedApiKey, ServiceError> {
     input.validate().map_err(ServiceError::Invalid)?;
+    if let Some(ids) = input.allowed_connections.as_mut() {
+        ids.sort_unstable();
+        ids.dedup();
+        let known: Vec<String> =
+            crate::db::connections::list(&state.db, None).await?.into_iter().map(|c| c.id).collect();
+        if let Some(unknown) = ids.iter().find(|id| !known.contains(id)) {
+            let message = format!("no connection has the id {unknown:?}");
+            return Err(ServiceError::Invalid(vec![FieldError::new("allowedConnections", message)]));
+        }
+    }
     let key = api_keys::generate();
     let scopes: Vec<&str> = input.effective_scopes().iter().map(|s| s.as_str()).collect();
     let row = repo::ApiKeyRow {
@@ -41,13 +51,14 @@ pub async fn list(state: &AppState) -> Result<ApiKeyList, ServiceError> {
         .await?
         .into_iter()
         .map(|r| ApiKeyView {
+            // The registry knows uses not stored yet.
+            last_used_at: state.keys.last_used_at(&r.id).max(r.last_used_at),
             scopes: api_keys::parse_scopes(&r.scopes),
             allowed_connections: r.allowed_connections.as_deref().and_then(|s| serde_json::from_str(s).ok()),
             id: r.id,
             name: r.name,
             key_prefix: r.key_prefix,
             created_at: r.created_at,
-            last_used_at: r.last_used_at,
         })
         .collect();
     Ok(ApiKeyList { keys })

@@ -6,7 +6,8 @@
 use app::types::monitoring::{
     BreakerCounts, BreakerInfo, ClearCooldowns, ClearCooldownsResult, ClearModelCooldowns, ConnectionState,
     ConnectionStates, ConnectionStatesMeta, CooldownConnection, CooldownList, DbInfo, ExclusionStatus, HealthReport,
-    LockoutBrief, ModelCooldown, ModelCooldownList, ProviderConnections, QueueInfo, ResetResult, SystemInfo,
+    LockoutBrief, ModelCooldown, ModelCooldownList, ProviderConnections, QueueInfo, ResetResult, SessionAffinityInfo,
+    SessionPins, SystemInfo,
 };
 use sea_orm::ConnectionTrait;
 use std::{collections::BTreeMap, time::Duration};
@@ -125,7 +126,29 @@ async fn build_health(state: &AppState) -> HealthReport {
         connection_health,
         lockouts: state.engine.lockouts().iter().map(|l| model_cooldown(l, now)).collect(),
         queues: queues(state, &snapshot),
+        session_affinity: session_affinity(state, &snapshot),
     }
+}
+
+/// The unexpired pins per live connection, most first.
+fn session_affinity(state: &AppState, snapshot: &Snapshot) -> SessionAffinityInfo {
+    let ttl_ms = state.resilience.current().session_affinity_ttl_ms;
+    let mut pins: Vec<SessionPins> = state
+        .affinity
+        .pinned_per_connection(ttl_ms)
+        .into_iter()
+        .filter_map(|(id, n)| {
+            let conn = snapshot.connection(&id)?;
+            Some(SessionPins {
+                provider: conn.provider.id.to_owned(),
+                connection_id: conn.id.clone(),
+                connection: conn.name.clone(),
+                sessions: u32::try_from(n).unwrap_or(u32::MAX),
+            })
+        })
+        .collect();
+    pins.sort_by(|a, b| b.sessions.cmp(&a.sessions).then_with(|| a.connection.cmp(&b.connection)));
+    SessionAffinityInfo { ttl_ms, pins }
 }
 
 /// The concurrency gates (`qsconn:…`) and request queues

@@ -17,6 +17,7 @@ use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle};
 
 pub const MGMT_KEY: &str = "test-management-key-0123456789";
 pub const ADMIN_PASSWORD: &str = "admin-password-for-tests";
+pub const FORM: &str = "application/x-www-form-urlencoded";
 
 pub struct Gateway {
     pub url: String,
@@ -163,6 +164,23 @@ impl Gateway {
         resp.json().await.unwrap()
     }
 
+    /// Signs in through the API; the `Cookie` header value.
+    pub async fn sign_in(&self) -> String {
+        let login = json!({"password": ADMIN_PASSWORD});
+        let resp = self.http.post(format!("{}/api/auth/login", self.url)).json(&login).send().await.unwrap();
+        assert_eq!(resp.status(), 200);
+        resp.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_owned()
+    }
+
+    /// POSTs a server function the way the hydrated dashboard does.
+    pub fn sfn(&self, name: &str, cookie: &str, body: &str) -> reqwest::RequestBuilder {
+        self.http
+            .post(format!("{}/sfn/{name}", self.url))
+            .header("cookie", cookie)
+            .header("content-type", FORM)
+            .body(body.to_owned())
+    }
+
     /// Every request-log row, newest first, after flushing the writer.
     pub async fn logs(&self) -> Vec<Value> {
         self.state.logs.flush().await;
@@ -197,6 +215,13 @@ pub fn v1(fake: &FakeUpstream) -> String {
 
 pub fn chat_body(model: &str, stream: bool) -> Value {
     json!({"model": model, "stream": stream, "messages": [{"role": "user", "content": "Say hello"}]})
+}
+
+/// A chat body opening another conversation than [`chat_body`]'s: its
+/// first user text names another session (SPEC §R2.2), so no pin of an
+/// earlier request steers it.
+pub fn new_conversation(model: &str, first_text: &str) -> Value {
+    json!({"model": model, "messages": [{"role": "user", "content": first_text}]})
 }
 
 /// A base URL where nothing listens (connection refused).

@@ -100,7 +100,6 @@ pub fn SettingsCard(
         <section class="mb-6 bg-white p-4 rounded-md shadow-sm" data-card=card.id>
             <h2 class="font-semibold">{card.title}</h2>
             <p class="text-sm text-slate-600 mb-3">{card.explain}</p>
-            {card.not_yet.map(|why| view! { <p class="text-sm text-amber-800 bg-amber-50 rounded-md px-2 py-1 mb-3" data-not-yet="">{why}</p> })}
             <Summary card initial=initial.clone() />
             {move || saved().then(|| view! { <p role="status" class="text-sm text-green-700">"Saved."</p> })}
             <details node_ref=details class="mt-3">

@@ -17,9 +17,6 @@ pub struct Card {
     pub title: &'static str,
     /// Scope, trigger and effect in a sentence or two.
     pub explain: &'static str,
-    /// Set while the engine does not act on the card yet: what the card
-    /// would do is stored and validated, but nothing reads it.
-    pub not_yet: Option<&'static str>,
     /// The page the card lives on.
     pub page: &'static str,
     pub fields: &'static [Field],
@@ -47,7 +44,6 @@ pub static RESILIENCE_CARDS: [Card; 12] = [
         id: "request-queue",
         title: "Request queue",
         explain: "Scope: each protected connection (per model for providers with per-model quotas, such as Gemini); a connection is protected when its Rate-limit protection (Providers) is On, or Automatic while \"protect every API-key connection\" is on and it uses an API key. Trigger: a request to it. Effect: requests start at most the requests per minute, at least the min time apart, and at most the concurrent number at once until their answer (a stream's first event); the upstream's x-ratelimit-remaining/-reset-requests headers and a 429 that says how long to wait (within the queue wait) hold it back further. A request that cannot start within the max queue wait fails with 503 RATE_LIMIT_QUEUE_TIMEOUT; one that finds max depth already waiting (0 = unbounded) with 429 RATE_LIMIT_QUEUE_FULL before any upstream call; an answer slower than the max execution time (never less than the fetch timeout) with 504 RATE_LIMIT_EXECUTION_TIMEOUT. None of these cools a connection or trips a breaker. A connection's own rate-limit overrides win over these values. Global concurrent requests (0 = no limit) caps what is in flight across all connections, protected or not, to the last byte of a stream: beyond it a request waits (up to 30 s, at most 20 waiting) and then fails with 429 SEMAPHORE_TIMEOUT or SEMAPHORE_QUEUE_FULL.",
-        not_yet: None,
         page: RESILIENCE,
         fields: &[
             f("requestQueue.autoEnableApiKeyProviders", "Protect every API-key connection automatically", Bool),
@@ -64,7 +60,6 @@ pub static RESILIENCE_CARDS: [Card; 12] = [
         id: "connection-cooldown",
         title: "Connection cooldown",
         explain: "Scope: one connection (account or key). Trigger: that connection fails (429, auth, 5xx). Effect: it is skipped for base × 2^level, up to max backoff steps; other connections of the provider keep serving. Upstream retry hints replace the ladder when enabled.",
-        not_yet: None,
         page: RESILIENCE,
         fields: &[
             f("connectionCooldown.oauth.baseCooldownMs", "OAuth · base cooldown (ms)", Int),
@@ -81,7 +76,6 @@ pub static RESILIENCE_CARDS: [Card; 12] = [
         id: "provider-breaker",
         title: "Provider circuit breaker",
         explain: "Scope: a whole provider. Trigger: provider-level failures only (408, 500, 502, 503, 504, network errors). Effect: DEGRADED at the degradation threshold (traffic still flows), OPEN at the failure threshold (provider skipped, direct calls get 503 provider_circuit_open) until the reset time, then one half-open probe.",
-        not_yet: None,
         page: RESILIENCE,
         fields: &[
             f("providerBreaker.oauth.failureThreshold", "OAuth · failure threshold", Int),
@@ -112,7 +106,6 @@ pub static RESILIENCE_CARDS: [Card; 12] = [
         id: "provider-cooldown",
         title: "Provider cooldown (window gate)",
         explain: "Scope: a provider across requests, off by default; not the breaker. Trigger: the class's failure threshold reached inside its window. Effect: combos skip the provider for its cooldown; a success clears the window. Connection-level entries back off from min to max retry cooldown.",
-        not_yet: None,
         page: RESILIENCE,
         fields: &[
             f("providerCooldown.enabled", "Enabled", Bool),
@@ -133,7 +126,6 @@ pub static RESILIENCE_CARDS: [Card; 12] = [
         id: "wait-for-cooldown",
         title: "Wait for cooldown",
         explain: "Scope: single-model requests. Trigger: every connection of the provider is cooling down. Effect: the gateway waits for the earliest one and retries instead of failing, within the attempt, per-wait and total budgets (0 attempts or 0 s = off).",
-        not_yet: None,
         page: RESILIENCE,
         fields: &[
             f("waitForCooldown.enabled", "Enabled", Bool),
@@ -146,7 +138,6 @@ pub static RESILIENCE_CARDS: [Card; 12] = [
         id: "combo-cooldown-wait",
         title: "Combo cooldown wait",
         explain: "Scope: combo requests. Trigger: every target was skipped before an attempt, or the last attempt answered 429, while a target is held back by a short rate-limit, overload or server-error lock (a connection cooldown, a model lockout, an open breaker). Effect: the request waits for the lock that ends first (its remaining time or the upstream's Retry-After, whichever is longer, plus 50 ms) and is dispatched again — each wait at most the max wait, at most max attempts waits and the total budget per request. Quota, auth and not-found locks are never waited for; a client that leaves while waiting is logged as 499. Without a wait the combo answers as before (503 all_targets_cooling_down with Retry-After, or the last error). Max wait or max attempts 0 = off.",
-        not_yet: None,
         page: RESILIENCE,
         fields: &[
             f("comboCooldownWait.enabled", "Enabled", Bool),
@@ -159,7 +150,6 @@ pub static RESILIENCE_CARDS: [Card; 12] = [
         id: "quota-share",
         title: "Quota-share per-connection concurrency",
         explain: "Scope: combo requests to a connection with Max concurrent set (several keys sharing one upstream account). Trigger: that many requests are already in flight on it. Effect: the request waits for a slot (up to 30 s, at most 20 waiting); when none frees it goes ahead without one rather than failing. Off: combo requests ignore the connection's Max concurrent. Direct requests always respect it and, past the wait, fail with SEMAPHORE_TIMEOUT or SEMAPHORE_QUEUE_FULL (429).",
-        not_yet: None,
         page: RESILIENCE,
         fields: &[f("quotaShareConcurrencyLimit.enabled", "Enabled", Bool)],
     },
@@ -167,7 +157,6 @@ pub static RESILIENCE_CARDS: [Card; 12] = [
         id: "stream-stall",
         title: "Stream stall cooldown",
         explain: "Scope: the connection that served a stalled or too-slow stream. Trigger: the content-stall watchdog (no model output for STREAM_IDLE_TIMEOUT_MS) or the throughput watchdog gives up on a stream. Effect: off (default) records the error only; on also cools the connection.",
-        not_yet: None,
         page: RESILIENCE,
         fields: &[f("streamStallCooldown.enabled", "Cool the connection after a stall", Bool)],
     },
@@ -175,7 +164,6 @@ pub static RESILIENCE_CARDS: [Card; 12] = [
         id: "throughput-watchdog",
         title: "Stream throughput watchdog",
         explain: "Scope: one streaming attempt. Trigger: after the warm-up, useful text over a full window stays below the minimum rate (judgement waits while a tool call or reasoning is streaming). Effect: the stream ends with STREAM_THROUGHPUT_TOO_LOW as the client protocol's error event; the connection gets the error recorded, and cools only when stream stall cooldown is on.",
-        not_yet: None,
         page: RESILIENCE,
         fields: &[
             f("streamRecovery.throughputWatchdog.enabled", "Enabled", Bool),
@@ -188,10 +176,7 @@ pub static RESILIENCE_CARDS: [Card; 12] = [
     Card {
         id: "session-affinity",
         title: "Session affinity",
-        explain: "Scope: one client session (session headers or body ids). Trigger: a session's first request. Effect: later requests of the session go to the same connection for this long, keeping prompt caches warm; 0 disables.",
-        not_yet: Some(
-            "Not enforced yet: saved and validated, but requests of one session are not pinned to a connection.",
-        ),
+        explain: "Scope: one client session on one provider — named by its session header (x-codex-session-id, X-Session-Id, x-omniroute-session, X-Claude-Code-Session-Id, session-id, x-session-affinity), else the body's metadata.session_id, conversation_id, session_id or prompt_cache_key, else its first user message; kept only as a hash. Trigger: a request served by a provider with more than one usable connection. Effect: the session is pinned to the connection that served it, which goes first for its later requests — ahead of priority and strategy order — keeping prompt caches and subscription sessions warm. A pinned connection that is cooling, locked, terminal or not allowed is passed over and the pin moves to the one that serves; a 429 or a terminal error there unpins. A pin lasts this long after the session's last request and survives a restart; 0 disables.",
         page: RESILIENCE,
         fields: &[f("sessionAffinityTtlMs", "Pin lifetime (ms)", Int)],
     },
@@ -199,7 +184,6 @@ pub static RESILIENCE_CARDS: [Card; 12] = [
         id: "require-api-key",
         title: "Require an API key",
         explain: "Scope: every /v1 request. While no API key exists, requests without a key are served only when they come from this machine (a loopback address), send JSON and address the gateway by a local name. Once a key exists: on (default) every request needs a valid key with the inference scope; off keeps that anonymous local use allowed beside the keys.",
-        not_yet: None,
         page: RESILIENCE,
         fields: &[f("requireApiKey", "Require a key once one exists", Bool)],
     },
@@ -207,7 +191,6 @@ pub static RESILIENCE_CARDS: [Card; 12] = [
         id: "provider-error-rules",
         title: "Provider error rules",
         explain: "Scope: one provider's upstream errors. Trigger: an error with the rule's status whose text contains its match. Effect: the rule's reason and scope decide what is locked (model, connection or provider), checked before the built-in rules; at most 50. Egress-lock providers cool every connection sharing the failing one's egress IP on a quota 429.",
-        not_yet: None,
         page: RESILIENCE,
         fields: &[
             f("providerErrorRules", "Rules", Rules),
@@ -221,7 +204,6 @@ pub static MODEL_LOCKOUT_CARD: Card = Card {
     id: "model-lockout",
     title: "Model lockout",
     explain: "Scope: one model on one connection. Trigger: an upstream error with one of the listed statuses. Effect: that model is skipped on that connection for the base cooldown, growing exponentially with repeated failures up to the max; other models and connections keep serving. Off by default.",
-    not_yet: None,
     page: "/settings/model-lockout",
     fields: &[
         f("modelLockout.enabled", "Enabled", Bool),
@@ -239,7 +221,6 @@ pub static COOLDOWN_RULES_CARD: Card = Card {
     id: "cooldown-rules",
     title: "Cooldown rules",
     explain: "Scope: every connection. Trigger: a failure of that connection. Effect: it cools for the base cooldown, doubling per repeated failure up to the max backoff steps; a stalled stream only cools it when stall cooldown is on.",
-    not_yet: None,
     page: "/monitoring/cooldowns",
     fields: &[
         f("streamStallCooldown.enabled", "Cool the connection after a stream stall", Bool),
@@ -274,14 +255,6 @@ mod tests {
 
     fn all_cards() -> impl Iterator<Item = &'static Card> {
         RESILIENCE_CARDS.iter().chain(std::iter::once(&MODEL_LOCKOUT_CARD))
-    }
-
-    #[test]
-    fn the_cards_the_engine_does_not_act_on_yet_say_so() {
-        let mut pending: Vec<&str> = all_cards().filter(|c| c.not_yet.is_some()).map(|c| c.id).collect();
-        pending.sort_unstable();
-        assert_eq!(pending, ["session-affinity"]);
-        assert!(all_cards().filter_map(|c| c.not_yet).all(|n| n.starts_with("Not enforced yet")));
     }
 
     /// Every setting has exactly one input, and every input a setting.

@@ -7,3 +7,4 @@ pub mod key_value;
 pub mod model_alias;
 pub mod provider_connection;
 pub mod proxy_log;
+pub mod session_affinity;

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use super::{
-    Call,
+    Call, TargetRun,
     slots::{Executing, Slots},
 };
 use crate::{
@@ -26,7 +26,7 @@ use crate::{
         breaker::BreakerConfig,
         engine::{AttemptFailure, Outcome, Probe},
     },
-    routing::registry::LiveConnection,
+    routing::{affinity::PinKey, registry::LiveConnection},
     state::AppState,
 };
 
@@ -57,15 +57,17 @@ pub struct AttemptGuard {
     /// given back when it finishes (the queue start already when the
     /// answer is had: a stream's commit).
     slots: Slots,
+    /// The request's session on this provider (SPEC §R2.2): pinned here
+    /// when the attempt serves, unpinned on a 429 or a terminal error.
+    pin: Option<PinKey>,
 }
 
 impl AttemptGuard {
     pub fn start(
         state: &Arc<AppState>,
         call: &Call<'_>,
+        t: &mut TargetRun<'_>,
         conn: &Arc<LiveConnection>,
-        cfg: &BreakerConfig,
-        probe: Option<Probe>,
         slots: Slots,
     ) -> Self {
         let record = AttemptRecord { connection_id: Some(conn.id.clone()), ..super::log_row(call.caller, call.target) };
@@ -73,11 +75,12 @@ impl AttemptGuard {
             state: state.clone(),
             conn: conn.clone(),
             model: call.target.model.clone(),
-            cfg: cfg.clone(),
-            probe,
+            cfg: t.cfg.clone(),
+            probe: t.probe.take(),
             started: Instant::now(),
             record: Some(record),
             slots,
+            pin: t.pin,
         }
     }
 
@@ -111,6 +114,9 @@ impl AttemptGuard {
         let Some(mut r) = self.record.take() else { return };
         let (provider, conn) = (self.conn.provider.id, &self.conn.id);
         self.state.engine.on_success(provider, conn, &self.model, &self.cfg, self.probe.take());
+        if let Some(pin) = self.pin {
+            self.state.affinity.served(pin, conn, self.state.resilience.current().session_affinity_ttl_ms);
+        }
         r.status = i32::from(status);
         r.latency_ms = self.elapsed_ms();
         tracing::debug!(request_id = %r.request_id, provider, connection_id = %conn, model = %r.model, status, latency_ms = r.latency_ms, "request served");
@@ -144,6 +150,11 @@ impl AttemptGuard {
             egress_ip: self.record.as_ref().and_then(|r| r.egress_ip.as_deref()?.parse().ok()),
         };
         let outcome = self.state.engine.on_failure(&failure, &settings, &self.cfg, self.probe.as_mut());
+        if let Some(pin) = &self.pin
+            && (outcome.status == Some(429) || outcome.verdict.terminal.is_some())
+        {
+            self.state.affinity.evict(pin, &self.conn.id);
+        }
         if let Some(ip) = self.state.engine.egress_lock_ip(&failure, &outcome, &settings) {
             super::lock_egress_siblings(&self.state, &settings, &self.conn, ip, &outcome.verdict);
         }

@@ -1,6 +1,7 @@
 //! The per-target gates (SPEC §R8), one sequence for a single model and
 //! every combo target alike: a usable connection must exist (active, in
-//! the key's allow-list, the pinned one if pinned); a combo target must
+//! the key's allow-list, the pinned one if pinned) — the one the
+//! request's session is pinned to first (§R2.2); a combo target must
 //! pass the optional window gate (§R1.1); the provider breaker must admit
 //! the request (§R1; a HALF_OPEN breaker hands out a probe slot). The
 //! connection-level gates (cooldown, terminal state, model lockout) are
@@ -15,6 +16,7 @@ use crate::{
     auth::api_keys::KeyEntry,
     resilience::engine::{self, Exclusion},
     routing::{
+        affinity::PinKey,
         registry::{LiveConnection, Snapshot},
         resolve::Target,
     },
@@ -89,10 +91,11 @@ pub fn open<'s>(
     combo: bool,
 ) -> Result<TargetRun<'s>, Skip> {
     let provider = target.provider;
-    let candidates = candidates(snapshot, provider, caller.key, pinned);
+    let mut candidates = candidates(snapshot, provider, caller.key, pinned);
     if candidates.is_empty() {
         return Err(Skip::new(SkipReason::NoConnection, None));
     }
+    let pin = session_first(state, caller, provider, settings.session_affinity_ttl_ms, &mut candidates);
     if combo {
         let held = state.engine.target_cooldown_ms(provider.id, provider.category, pinned, &settings.provider_cooldown);
         if held > 0 {
@@ -107,10 +110,32 @@ pub fn open<'s>(
             } else {
                 Requester::Direct
             };
-            Ok(TargetRun { candidates, requester, cfg, probe })
+            Ok(TargetRun { candidates, requester, cfg, probe, pin })
         }
         Err(ms) => Err(Skip::new(SkipReason::CircuitOpen, Some(ms))),
     }
+}
+
+/// Session affinity (SPEC §R2.2): with a choice of connections and a
+/// session, the connection the session is pinned to goes first. Returns
+/// the session's pin key, for the attempt to pin or unpin.
+fn session_first(
+    state: &AppState,
+    caller: &Caller<'_>,
+    provider: &'static Provider,
+    ttl_ms: u64,
+    candidates: &mut [&Arc<LiveConnection>],
+) -> Option<PinKey> {
+    if ttl_ms == 0 || candidates.len() < 2 {
+        return None;
+    }
+    let key = PinKey { session: caller.request?.session()?, provider: provider.id };
+    if let Some(pinned) = state.affinity.pinned(&key, ttl_ms)
+        && let Some(i) = candidates.iter().position(|c| *c.id == *pinned)
+    {
+        candidates[..=i].rotate_right(1);
+    }
+    Some(key)
 }
 
 /// The active connections of `provider` this request may use (the key's

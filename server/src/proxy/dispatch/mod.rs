@@ -44,6 +44,7 @@ use self::{
 use super::{
     cooldown_wait::{AbandonedWait, CooldownWaits},
     errors::ProxyError,
+    request::ClientRequest,
 };
 use crate::{
     auth::api_keys::KeyEntry,
@@ -56,6 +57,7 @@ use crate::{
         engine::{Exclusion, Probe},
     },
     routing::{
+        affinity::PinKey,
         registry::{LiveConnection, Snapshot},
         resolve::Target,
     },
@@ -87,6 +89,8 @@ pub struct Caller<'a> {
     pub recovered: std::sync::atomic::AtomicU8,
     /// The name the client sent, when it was an alias (SPEC §A).
     pub alias: Option<&'a str>,
+    /// The request, for its session (session affinity, §R2.2).
+    pub request: Option<&'a ClientRequest>,
 }
 
 /// One client request, ready to send to one target.
@@ -262,6 +266,9 @@ pub struct TargetRun<'a> {
     pub requester: permits::Requester,
     pub cfg: BreakerConfig,
     pub probe: Option<Probe>,
+    /// The request's session on this provider, when its pin decides
+    /// between connections (SPEC §R2.2).
+    pub pin: Option<PinKey>,
 }
 
 /// Why no connection of a target served: the failed attempts, and the
@@ -331,7 +338,7 @@ async fn serve_on(
     slots: Slots,
     failures: &mut Vec<Failure>,
 ) -> Option<Response> {
-    let guard = AttemptGuard::start(state, call, conn, &t.cfg, t.probe.take(), slots);
+    let guard = AttemptGuard::start(state, call, t, conn, slots);
     // Boxed: a request waiting for its slots (often many of them, queued)
     // then holds a small future, not the whole attempt's state machine.
     let failure = match Box::pin(attempt(state, call, guard)).await {
@@ -340,10 +347,17 @@ async fn serve_on(
         Tried::EarlyEof(_) => match slots::wait(state, call, conn, t.requester).await {
             Err(refused) => refused,
             Ok(slots) => {
-                let guard = AttemptGuard::start(state, call, conn, &t.cfg, t.probe.take(), slots);
+                let guard = AttemptGuard::start(state, call, t, conn, slots);
                 match Box::pin(attempt(state, call, guard)).await {
                     Tried::Answer(response) => return Some(response),
-                    Tried::Failed(f) | Tried::EarlyEof(f) => f,
+                    Tried::Failed(f) => f,
+                    Tried::EarlyEof(f) => {
+                        // Twice early: the session's pin leaves this connection.
+                        if let Some(pin) = &t.pin {
+                            state.affinity.evict(pin, &conn.id);
+                        }
+                        f
+                    }
                 }
             }
         },

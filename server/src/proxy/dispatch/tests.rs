@@ -67,6 +67,7 @@ impl Harness {
             passthrough_headers: &req.passthrough_headers,
             recovered: Default::default(),
             alias: None,
+            request: Some(&req),
         };
         let plan = Plan::single(Target { provider: catalog::find("openai").unwrap(), model: "gpt-4o-mini".into() });
         let started = Instant::now();
@@ -194,6 +195,7 @@ async fn a_request_waiting_for_its_slots_does_not_hold_an_attempts_state() {
         passthrough_headers: &req.passthrough_headers,
         recovered: Default::default(),
         alias: None,
+        request: Some(&req),
     };
     let target = Target { provider: catalog::find("openai").unwrap(), model: "gpt-4o-mini".into() };
     let plan = Plan::single(target.clone());
@@ -201,7 +203,9 @@ async fn a_request_waiting_for_its_slots_does_not_hold_an_attempts_state() {
     let call = Call { caller: &caller, target: &target, body: Bytes::new() };
     let conn = h.snapshot.candidates("openai")[0].clone();
     let cfg = crate::resilience::engine::breaker_config(&h.state.resilience.current(), app::types::Category::Apikey);
-    let guard = AttemptGuard::start(&h.state, &call, &conn, &cfg, None, Slots::default());
+    let mut run =
+        TargetRun { candidates: vec![&conn], requester: permits::Requester::Direct, cfg, probe: None, pin: None };
+    let guard = AttemptGuard::start(&h.state, &call, &mut run, &conn, Slots::default());
     let one_attempt = std::mem::size_of_val(&attempt(&h.state, &call, guard));
     assert!(waiting < one_attempt, "run {waiting} B, one attempt {one_attempt} B");
 }

@@ -1,0 +1,33 @@
+import { test, expect } from '@playwright/test';
+import { FAKE, hydrated, login } from './helpers';
+
+test('API keys: create one with scopes and allowed connections, see them listed, revoke it after confirming', async ({
+  page,
+}) => {
+  await login(page);
+  const added = await page.request.post('/api/providers', {
+    data: { provider: 'lmstudio', name: 'keys-lmstudio', apiKey: 'sk-keys-page', baseUrl: `${FAKE}/v1` },
+  });
+  expect(added.status(), await added.text()).toBe(201);
+  await page.goto('/keys');
+  await hydrated(page);
+  const form = page.getByTestId('create-key');
+  await form.locator('input[name=name]').fill('e2e-lease-agent');
+  // A lease key without connections is refused with the field named.
+  await form.getByLabel(/lease:exclusive/).check();
+  await form.getByRole('button', { name: 'Create' }).click();
+  await expect(page.getByRole('alert')).toContainText('must name the connections');
+  await form.getByTestId('allowed-connections').getByLabel('keys-lmstudio (lmstudio)').check();
+  await form.getByRole('button', { name: 'Create' }).click();
+  await expect(page.getByTestId('new-key')).toContainText('omr-');
+  const row = page.locator('tr', { hasText: 'e2e-lease-agent' });
+  await expect(row.locator('[data-scopes]')).toHaveText('inference, lease:exclusive');
+  await expect(row.locator('[data-allowed]')).toHaveText('keys-lmstudio');
+  await expect(row.locator('[data-last-used]')).toHaveText('never');
+
+  // Revoke asks first; only the confirmation revokes.
+  await row.getByText('Revoke', { exact: true }).click();
+  await expect(row.getByTestId('revoke-confirm')).toContainText('Clients using it are refused');
+  await row.getByRole('button', { name: 'Revoke key' }).click();
+  await expect(page.locator('tr', { hasText: 'e2e-lease-agent' })).toHaveCount(0);
+});
