@@ -9,6 +9,7 @@ pub use sea_orm_migration::prelude::*;
 mod m0001_initial;
 mod m0002_breakers;
 mod m0003_session_affinity;
+mod m0004_session_leases;
 
 /// Every migration, oldest first.
 pub struct Migrator;
@@ -20,6 +21,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0001_initial::Migration),
             Box::new(m0002_breakers::Migration),
             Box::new(m0003_session_affinity::Migration),
+            Box::new(m0004_session_leases::Migration),
         ]
     }
 }

@@ -38,6 +38,7 @@ use crate::{
     routing::{
         affinity::{Affinity, Pin, PinKey, SessionId},
         combos::ComboRegistry,
+        leases::{Lease, Leases, Owner},
         registry::ConnectionRegistry,
     },
     state::AppState,
@@ -68,12 +69,15 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
     let (store, changes) = ResilienceStore::spawn(db.clone());
     let affinity = Affinity::new(clock.clone(), Some(changes.clone()));
     let keys = KeyRegistry::new(clock.clone(), Some(changes.clone()));
+    let leases = Leases::new(clock.clone());
     let engine = Engine::new(clock, Some(changes));
     restore_engine(&engine, &db, &resilience.current()).await?;
     restore_pins(&affinity, &db, engine.now()).await?;
+    restore_leases(&leases, &db, engine.now()).await?;
     let state = Arc::new(AppState {
         engine,
         affinity,
+        leases,
         resilience_store: store,
         health_cache: parking_lot::Mutex::new(None),
         resilience,
@@ -147,6 +151,24 @@ async fn restore_pins(affinity: &Affinity, db: &sea_orm::DatabaseConnection, now
     Ok(())
 }
 
+/// Loads the active, unexpired session leases (SPEC §R2.3).
+async fn restore_leases(leases: &Leases, db: &sea_orm::DatabaseConnection, now: i64) -> anyhow::Result<()> {
+    for row in db::leases::load_active(db, now).await? {
+        let owner = hex::decode(&row.owner_hash).ok().and_then(|b| <[u8; 32]>::try_from(b).ok());
+        let (Some(owner), Some(provider)) = (owner, upstream::catalog::find(&row.provider)) else { continue };
+        leases.put(Lease {
+            id: row.id,
+            owner: Owner(owner),
+            key_id: row.key_id,
+            provider: provider.id,
+            connection_id: row.connection_id.into(),
+            generation: u64::try_from(row.generation).unwrap_or(0),
+            expires_at: row.expires_at,
+        });
+    }
+    Ok(())
+}
+
 /// Every route of the binary.
 pub fn router(state: Arc<AppState>) -> Router {
     let browser_facing = api::router(&state)
@@ -154,7 +176,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .merge(web::router(&state))
         .layer(axum::middleware::from_fn_with_state(state.clone(), auth::cross_site::guard))
         .layer(axum::middleware::from_fn(web::security_headers));
-    proxy::router(&state).with_state(state).merge(browser_facing)
+    let leases = Router::new()
+        .route("/api/v1/session-leases", axum::routing::post(proxy::leases::handle).options(proxy::leases::options))
+        .with_state(state.clone());
+    proxy::router(&state).with_state(state).merge(leases).merge(browser_facing)
 }
 
 /// Serves until `shutdown` resolves, then stops accepting, lets in-flight

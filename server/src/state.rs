@@ -33,6 +33,8 @@ pub struct AppState {
     pub engine: Engine,
     /// Session affinity pins (SPEC §R2.2).
     pub affinity: crate::routing::affinity::Affinity,
+    /// Exclusive session leases (SPEC §R2.3).
+    pub leases: crate::routing::leases::Leases,
     /// Concurrency slots per connection and model (SPEC §R4).
     pub concurrency: crate::resilience::concurrency::Concurrency,
     pub queues: crate::resilience::request_queue::RequestQueues,

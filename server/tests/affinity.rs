@@ -11,7 +11,7 @@ use fake_upstream::{FakeUpstream, Rule};
 use reqwest::Method;
 use serde_json::{Value, json};
 use server::routing::affinity::{PinKey, SessionId};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 fn rule(key: &str, status: u16) -> Rule {
     let body = json!({"error": {"message": "slow down"}});
@@ -151,31 +151,9 @@ async fn pins_expire_after_the_ttl_from_their_last_use() {
     gw.stop().await;
 }
 
-/// A `tracing` writer into a shared buffer.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn session_keys_reach_neither_an_upstream_nor_a_log_line_nor_a_stored_row() {
-    // The process-wide subscriber: the server's tasks log from any thread.
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    tracing::subscriber::set_global_default(subscriber).unwrap();
+    let captured = common::capture_logs();
     let (fake, gw, _clock, [_a, b]) = two_connections(tempfile::tempdir().unwrap()).await;
     fake.push_rule(rule("sk-a", 429));
     let secret = "sess-7f3a9c-secret";
@@ -200,7 +178,7 @@ async fn session_keys_reach_neither_an_upstream_nor_a_log_line_nor_a_stored_row(
     assert_eq!(rows[0].key, SessionId::of(&format!("header:{secret}")).hex(), "only the hash is stored");
     let logs = gw.logs().await;
     assert!(!serde_json::to_string(&logs).unwrap().contains("sess-7f3a9c"));
-    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let log = captured.text();
     assert!(log.contains("upstream attempt failed"), "the capture works: {log}");
     assert!(!log.contains("sess-7f3a9c"), "{log}");
     gw.stop().await;

@@ -68,3 +68,47 @@ async fn the_gateway_runs_on_postgres() {
     assert_eq!(server::db::logs::prune(&db, 1).await.unwrap(), 1);
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn pins_leases_and_key_uses_are_stored_on_postgres() {
+    use server::{
+        db::leases::{Taken, insert},
+        routing::leases::{Lease, Owner},
+    };
+    let url = fresh_database().await;
+    let fake = FakeUpstream::start().await.unwrap();
+    let gw = Gateway::start_with(tempfile::tempdir().unwrap(), Some(url.clone())).await;
+    let a = gw.add_connection("openai", "a", "sk-pg-a", &v1(&fake), 0).await;
+    let b = gw.add_connection("openai", "b", "sk-pg-b", &v1(&fake), 1).await;
+    let key = gw.create_key(serde_json::json!({"name": "pg"})).await["key"].as_str().unwrap().to_owned();
+    fake.push_rule(fake_upstream::Rule {
+        api_key: Some("sk-pg-a".into()),
+        status: Some(429),
+        times: Some(1),
+        ..Default::default()
+    });
+    let resp = gw.chat(chat_body("openai/gpt-4o-mini", false), Some(&key)).await;
+    assert_eq!(resp.headers()["x-omniroute-selected-connection-id"], b.as_str());
+    gw.state.resilience_store.flush().await;
+    let pins = server::db::affinity::load(&gw.state.db, 0).await.unwrap();
+    assert_eq!((pins.len(), pins[0].connection_id.as_str()), (1, b.as_str()));
+    let lease = |id: &str, who: char, conn: &str| Lease {
+        id: id.into(),
+        owner: Owner::parse(&format!("vlo_{}", who.to_string().repeat(43))).unwrap(),
+        key_id: "k".into(),
+        provider: "openai",
+        connection_id: conn.into(),
+        generation: 1,
+        expires_at: i64::MAX,
+    };
+    let db = &gw.state.db;
+    assert!(matches!(insert(db, &lease("1", 'a', &a), 0).await.unwrap(), Taken::Yes));
+    assert!(matches!(insert(db, &lease("2", 'b', &a), 0).await.unwrap(), Taken::Conflict));
+    assert!(matches!(insert(db, &lease("3", 'a', &b), 0).await.unwrap(), Taken::Conflict));
+    let dir = gw.stop().await;
+    let gw = Gateway::start_with(dir, Some(url)).await;
+    let keys = gw.get_json("/api/keys").await;
+    assert!(keys["keys"][0]["lastUsedAt"].as_i64().is_some(), "{keys}");
+    assert_eq!(gw.state.leases.active().len(), 1, "the lease is restored");
+    gw.stop().await;
+}

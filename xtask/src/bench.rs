@@ -17,7 +17,8 @@
 //!    request with state for 100 providers × 10 connections; and each combo
 //!    strategy ordering 20 targets (`server/benches/strategies.rs`); the
 //!    session affinity lookup and touch with 50,000 pins
-//!    (`server/benches/affinity.rs`).
+//!    (`server/benches/affinity.rs`); the lease fence and the leased-
+//!    connection check with 1,000 leases (`server/benches/leases.rs`).
 //!
 //! 6. the request queue (SPEC §R5), which the other phases run without
 //!    (`RATE_LIMIT_AUTO_ENABLE=false`): its CPU per request with limits never
@@ -114,6 +115,9 @@ pub fn run() -> anyhow::Result<()> {
     step("session affinity micro-benchmark (50,000 pins)");
     let affinity = util::output(cargo().args(["bench", "-q", "-p", "server", "--bench", "affinity"]))?;
     report["affinity"] = serde_json::from_str(affinity.trim())?;
+    step("session lease checks micro-benchmark (1,000 leases)");
+    let leases = util::output(cargo().args(["bench", "-q", "-p", "server", "--bench", "leases"]))?;
+    report["leases"] = serde_json::from_str(leases.trim())?;
     let _ = std::fs::remove_dir_all(&data_dir);
     std::fs::write(out_dir.join("latest.json"), serde_json::to_string_pretty(&report)?)?;
     print_report(&report);
@@ -382,6 +386,11 @@ fn print_report(r: &Value) {
     println!(
         "session affinity     {:.0} ns/request (hash, lookup and touch with 50,000 pins; target ≤ 1000)",
         f("/affinity/nsPerRequest")
+    );
+    println!(
+        "session leases       fence {:.0} ns/request; leased-connection check {:.0} ns for 10 candidates (1,000 leases; target ≤ 1000)",
+        f("/leases/fenceNsPerRequest"),
+        f("/leases/exclusionNsPerRequest")
     );
     println!("request queue        off for the phases above (RATE_LIMIT_AUTO_ENABLE=false)");
     println!(

@@ -9,7 +9,7 @@ use leptos::prelude::*;
 use crate::{
     api::{ResetBreakers, get_health},
     components::{BUTTON, Countdown, Layout, Loading, REFRESH_TICKS, TableHead, action_error, use_ticker},
-    types::monitoring::{BreakerInfo, HealthReport, QueueInfo, SessionAffinityInfo},
+    types::monitoring::{BreakerInfo, HealthReport, LeaseInfo, QueueInfo, SessionAffinityInfo},
 };
 use std::collections::BTreeMap;
 
@@ -103,6 +103,7 @@ fn Report(r: HealthReport, tick: RwSignal<u64>, reset: ServerAction<ResetBreaker
         <section class="mb-6 bg-white p-4 rounded-md shadow-sm">
             <h2 class="font-semibold mb-2">"Session affinity"</h2>
             <PinTable affinity=r.session_affinity />
+            <LeaseTable leases=r.session_leases tick />
         </section>
         <p class="text-xs text-slate-500">{format!("Version {} · report from {}", r.system.version, r.timestamp)}</p>
     }
@@ -145,6 +146,44 @@ fn QueueTable(queues: BTreeMap<String, QueueInfo>) -> impl IntoView {
                                 <td class="p-2" data-running=q.running>{running}</td>
                                 <td class=format!("p-2 {busy}") data-queued=q.queued>{q.queued}</td>
                                 <td class="p-2 text-amber-800" data-paused=is_paused>{paused.unwrap_or_default()}</td>
+                            </tr>
+                        }
+                    })
+                    .collect_view()}
+            </tbody>
+        </table>
+    }
+    .into_any()
+}
+
+/// The active exclusive session leases (SPEC §R2.3): which connection each
+/// holds, for whom (a hash prefix), at which generation, until when.
+#[component]
+fn LeaseTable(leases: Vec<LeaseInfo>, tick: RwSignal<u64>) -> impl IntoView {
+    if leases.is_empty() {
+        return view! {
+            <p class="text-slate-500 mt-3" data-testid="session-leases">
+                "No connection is leased. An agent with a lease:exclusive key can hold one of its allowed connections for itself (POST /api/v1/session-leases)."
+            </p>
+        }
+        .into_any();
+    }
+    view! {
+        <h3 class="font-medium mt-4 mb-1">"Exclusive leases"</h3>
+        <table class="w-full text-sm" data-testid="session-leases">
+            <TableHead columns=&["Connection", "Provider", "Owner", "Generation", "Ends in"] />
+            <tbody>
+                {leases
+                    .into_iter()
+                    .map(|l| {
+                        let ms = l.remaining_ms;
+                        view! {
+                            <tr class="border-b border-slate-100" data-lease=l.connection_id>
+                                <td class="p-2">{l.connection}</td>
+                                <td class="p-2">{l.provider}</td>
+                                <td class="p-2 font-mono">{format!("{}…", l.owner_hash)}</td>
+                                <td class="p-2" data-generation=l.generation>{l.generation}</td>
+                                <td class="p-2"><Countdown ms tick /></td>
                             </tr>
                         }
                     })

@@ -25,6 +25,23 @@ pub struct HealthReport {
     /// (`qsconn:<connectionId>[:model:<model>]`, §R4).
     pub queues: BTreeMap<String, QueueInfo>,
     pub session_affinity: SessionAffinityInfo,
+    /// Active exclusive session leases (SPEC §R2.3), soonest to end first.
+    pub session_leases: Vec<LeaseInfo>,
+}
+
+/// One active lease; the owner only by the start of its hash.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LeaseInfo {
+    pub provider: String,
+    pub connection_id: String,
+    pub connection: String,
+    /// The first 8 hex digits of the owner token's SHA-256.
+    pub owner_hash: String,
+    pub generation: u64,
+    /// Epoch ms.
+    pub expires_at: i64,
+    pub remaining_ms: u64,
 }
 
 /// Sessions pinned to connections (SPEC §R2.2).

@@ -8,6 +8,7 @@ pub mod combos;
 pub mod connections;
 pub mod entities;
 pub mod files;
+pub mod leases;
 pub mod logs;
 pub mod resilience;
 pub mod settings;

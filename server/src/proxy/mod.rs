@@ -9,6 +9,7 @@ pub mod context;
 pub mod cooldown_wait;
 pub mod dispatch;
 pub mod errors;
+pub mod leases;
 pub mod messages;
 pub mod models;
 pub mod request;

@@ -17,6 +17,7 @@ use super::{
     context::RequestId,
     dispatch::{self, plan::Plan},
     errors::ProxyError,
+    leases::{self, LeaseContext},
     request::ClientRequest,
     stream::keepalive,
 };
@@ -32,6 +33,8 @@ pub struct Inbound<'a> {
     pub endpoint: &'static str,
     pub request_id: &'a str,
     pub key: Option<&'a KeyEntry>,
+    /// Its exclusive session lease context (SPEC §R2.3), if it sends one.
+    pub lease: Option<LeaseContext>,
 }
 
 /// The protocol and endpoint name of a `/v1` path (also for answers given
@@ -63,15 +66,15 @@ pub async fn handle(
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let (protocol, endpoint) = client_protocol(uri.path());
-    let req = match parse(protocol, &uri, &headers, body) {
-        Ok(req) => req,
+    let (req, lease) = match parse(protocol, &uri, &headers, body).and_then(|r| Ok((r, leases::context(&headers)?))) {
+        Ok(parsed) => parsed,
         Err(e) => return e.into_response_as(protocol),
     };
     let heartbeat = state.config.sse_heartbeat_interval;
     let stream = req.stream;
     let answer = async move {
-        let inbound =
-            Inbound { protocol, endpoint, request_id: &request_id.0, key: key.as_ref().map(|k| k.0.as_ref()) };
+        let key = key.as_ref().map(|k| k.0.as_ref());
+        let inbound = Inbound { protocol, endpoint, request_id: &request_id.0, key, lease };
         serve(&state, &req, &inbound).await.unwrap_or_else(|e| e.into_response_as(protocol))
     };
     if stream { keepalive::serve(Box::pin(answer), protocol, heartbeat).await } else { answer.await }
@@ -116,6 +119,14 @@ pub async fn serve(state: &Arc<AppState>, req: &ClientRequest, inbound: &Inbound
     // An alias stands for a combo or a provider/model (SPEC §A).
     let aliased = state.aliases.resolve(&req.model);
     let model = aliased.as_deref().unwrap_or(&req.model);
+    // The fence: a stale lease context is refused before any upstream call.
+    let lease = match &inbound.lease {
+        None => None,
+        Some(ctx) => {
+            let key_id = inbound.key.map_or("", |k| k.id.as_str());
+            Some(state.leases.fence(&ctx.owner, ctx.generation, key_id).map_err(leases::stale)?)
+        }
+    };
     let caller = dispatch::Caller {
         request_id: inbound.request_id,
         endpoint: inbound.endpoint,
@@ -126,6 +137,7 @@ pub async fn serve(state: &Arc<AppState>, req: &ClientRequest, inbound: &Inbound
         recovered: Default::default(),
         alias: aliased.is_some().then_some(req.model.as_str()),
         request: Some(req),
+        lease: lease.as_ref(),
     };
     let plan = match state.combos.get(model) {
         Some(combo) => Plan::combo(combo, &snapshot, state),

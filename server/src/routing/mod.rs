@@ -5,6 +5,7 @@ pub mod affinity;
 pub mod aliases;
 pub mod combo_state;
 pub mod combos;
+pub mod leases;
 pub mod registry;
 pub mod resolve;
 pub mod strategies;

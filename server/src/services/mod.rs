@@ -6,6 +6,7 @@ pub mod aliases;
 pub mod combos;
 pub mod connections;
 pub mod keys;
+pub mod leases;
 pub mod logs;
 pub mod monitoring;
 pub mod rate_limits;

@@ -6,8 +6,8 @@
 use app::types::monitoring::{
     BreakerCounts, BreakerInfo, ClearCooldowns, ClearCooldownsResult, ClearModelCooldowns, ConnectionState,
     ConnectionStates, ConnectionStatesMeta, CooldownConnection, CooldownList, DbInfo, ExclusionStatus, HealthReport,
-    LockoutBrief, ModelCooldown, ModelCooldownList, ProviderConnections, QueueInfo, ResetResult, SessionAffinityInfo,
-    SessionPins, SystemInfo,
+    LeaseInfo, LockoutBrief, ModelCooldown, ModelCooldownList, ProviderConnections, QueueInfo, ResetResult,
+    SessionAffinityInfo, SessionPins, SystemInfo,
 };
 use sea_orm::ConnectionTrait;
 use std::{collections::BTreeMap, time::Duration};
@@ -127,7 +127,32 @@ async fn build_health(state: &AppState) -> HealthReport {
         lockouts: state.engine.lockouts().iter().map(|l| model_cooldown(l, now)).collect(),
         queues: queues(state, &snapshot),
         session_affinity: session_affinity(state, &snapshot),
+        session_leases: session_leases(state, &snapshot),
     }
+}
+
+/// The active leases of live connections, soonest to end first.
+fn session_leases(state: &AppState, snapshot: &Snapshot) -> Vec<LeaseInfo> {
+    let now = state.leases.now();
+    let mut leases: Vec<LeaseInfo> = state
+        .leases
+        .active()
+        .into_iter()
+        .filter_map(|l| {
+            let conn = snapshot.connection(&l.connection_id)?;
+            Some(LeaseInfo {
+                provider: l.provider.to_owned(),
+                connection_id: conn.id.clone(),
+                connection: conn.name.clone(),
+                owner_hash: l.owner.hex()[..8].to_owned(),
+                generation: l.generation,
+                expires_at: l.expires_at,
+                remaining_ms: u64::try_from(l.expires_at - now).unwrap_or(0),
+            })
+        })
+        .collect();
+    leases.sort_by_key(|l| l.expires_at);
+    leases
 }
 
 /// The unexpired pins per live connection, most first.

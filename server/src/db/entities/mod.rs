@@ -8,3 +8,4 @@ pub mod model_alias;
 pub mod provider_connection;
 pub mod proxy_log;
 pub mod session_affinity;
+pub mod session_lease;

@@ -13,7 +13,6 @@ use std::sync::Arc;
 
 use super::{Caller, TargetRun, permits::Requester};
 use crate::{
-    auth::api_keys::KeyEntry,
     resilience::engine::{self, Exclusion},
     routing::{
         affinity::PinKey,
@@ -91,7 +90,7 @@ pub fn open<'s>(
     combo: bool,
 ) -> Result<TargetRun<'s>, Skip> {
     let provider = target.provider;
-    let mut candidates = candidates(snapshot, provider, caller.key, pinned);
+    let mut candidates = candidates(state, snapshot, provider, caller, pinned);
     if candidates.is_empty() {
         return Err(Skip::new(SkipReason::NoConnection, None));
     }
@@ -139,16 +138,26 @@ fn session_first(
 }
 
 /// The active connections of `provider` this request may use (the key's
-/// allow-list, and a combo target's pinned connection), in routing order.
+/// allow-list, a combo target's pinned connection; the leased one when the
+/// request holds a lease of this provider, and none leased by another
+/// session otherwise), in routing order.
 fn candidates<'s>(
+    state: &AppState,
     snapshot: &'s Snapshot,
     provider: &Provider,
-    key: Option<&KeyEntry>,
+    caller: &Caller<'_>,
     pinned: Option<&str>,
 ) -> Vec<&'s Arc<LiveConnection>> {
+    let key = caller.key;
+    let lease = caller.lease.filter(|l| l.provider == provider.id);
+    let owner = caller.lease.map(|l| &l.owner);
     snapshot
         .candidates(provider.id)
         .iter()
         .filter(|c| key.is_none_or(|k| k.may_use(&c.id)) && pinned.is_none_or(|p| p == c.id))
+        .filter(|c| match lease {
+            Some(l) => *l.connection_id == *c.id,
+            None => !state.leases.held_by_other(&c.id, owner),
+        })
         .collect()
 }

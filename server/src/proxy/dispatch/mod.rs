@@ -58,6 +58,7 @@ use crate::{
     },
     routing::{
         affinity::PinKey,
+        leases::Lease,
         registry::{LiveConnection, Snapshot},
         resolve::Target,
     },
@@ -91,6 +92,9 @@ pub struct Caller<'a> {
     pub alias: Option<&'a str>,
     /// The request, for its session (session affinity, §R2.2).
     pub request: Option<&'a ClientRequest>,
+    /// The exclusive session lease it holds (§R2.3): its connection serves
+    /// its provider's targets.
+    pub lease: Option<&'a Lease>,
 }
 
 /// One client request, ready to send to one target.

@@ -68,6 +68,7 @@ impl Harness {
             recovered: Default::default(),
             alias: None,
             request: Some(&req),
+            lease: None,
         };
         let plan = Plan::single(Target { provider: catalog::find("openai").unwrap(), model: "gpt-4o-mini".into() });
         let started = Instant::now();
@@ -196,6 +197,7 @@ async fn a_request_waiting_for_its_slots_does_not_hold_an_attempts_state() {
         recovered: Default::default(),
         alias: None,
         request: Some(&req),
+        lease: None,
     };
     let target = Target { provider: catalog::find("openai").unwrap(), model: "gpt-4o-mini".into() };
     let plan = Plan::single(target.clone());

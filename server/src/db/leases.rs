@@ -1,0 +1,109 @@
+//! The `session_leases` table (SPEC §R2.3): every lease taken, active or
+//! ended. The lifecycle writes through (it is rare and must be durable);
+//! the unique `active_owner` / `active_connection` columns refuse a second
+//! active lease of one owner or on one connection, whichever process asks.
+
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, Condition, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QuerySelect, SqlErr,
+    sea_query::Expr,
+};
+
+use super::entities::session_lease as row;
+use crate::routing::leases::Lease;
+
+/// What taking a lease came to in the database.
+pub enum Taken {
+    Yes,
+    /// An active lease already holds the owner or the connection.
+    Conflict,
+}
+
+/// Ends the expired active leases that hold `connection_id` or `owner_hex`,
+/// freeing their slots.
+pub async fn clear_expired(
+    db: &DatabaseConnection,
+    connection_id: &str,
+    owner_hex: &str,
+    now: i64,
+) -> Result<(), DbErr> {
+    row::Entity::update_many()
+        .col_expr(row::Column::State, Expr::value("EXPIRED"))
+        .col_expr(row::Column::ActiveOwner, Expr::value(Option::<String>::None))
+        .col_expr(row::Column::ActiveConnection, Expr::value(Option::<String>::None))
+        .filter(
+            Condition::any()
+                .add(row::Column::ActiveConnection.eq(connection_id))
+                .add(row::Column::ActiveOwner.eq(owner_hex)),
+        )
+        .filter(row::Column::ExpiresAt.lte(now))
+        .exec(db)
+        .await?;
+    Ok(())
+}
+
+/// The highest generation the owner ever held (0: none).
+pub async fn last_generation(db: &DatabaseConnection, owner_hex: &str) -> Result<u64, DbErr> {
+    let max: Option<Option<i64>> = row::Entity::find()
+        .select_only()
+        .column_as(row::Column::Generation.max(), "max")
+        .filter(row::Column::OwnerHash.eq(owner_hex))
+        .into_tuple()
+        .one(db)
+        .await?;
+    Ok(max.flatten().map_or(0, |g| u64::try_from(g).unwrap_or(0)))
+}
+
+pub async fn insert(db: &DatabaseConnection, lease: &Lease, now: i64) -> Result<Taken, DbErr> {
+    let owner = lease.owner.hex();
+    let r = row::ActiveModel {
+        id: Set(lease.id.clone()),
+        owner_hash: Set(owner.clone()),
+        key_id: Set(lease.key_id.clone()),
+        provider: Set(lease.provider.to_owned()),
+        connection_id: Set(lease.connection_id.to_string()),
+        generation: Set(i64::try_from(lease.generation).unwrap_or(i64::MAX)),
+        state: Set("ACTIVE".into()),
+        active_owner: Set(Some(owner)),
+        active_connection: Set(Some(lease.connection_id.to_string())),
+        created_at: Set(now),
+        expires_at: Set(lease.expires_at),
+        released_at: Set(None),
+        release_reason: Set(None),
+    };
+    match row::Entity::insert(r).exec(db).await {
+        Ok(_) => Ok(Taken::Yes),
+        Err(e) if matches!(e.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => Ok(Taken::Conflict),
+        Err(e) => Err(e),
+    }
+}
+
+pub async fn renew(db: &DatabaseConnection, id: &str, expires_at: i64) -> Result<(), DbErr> {
+    row::Entity::update_many()
+        .col_expr(row::Column::ExpiresAt, Expr::value(expires_at))
+        .filter(row::Column::Id.eq(id))
+        .exec(db)
+        .await?;
+    Ok(())
+}
+
+pub async fn release(db: &DatabaseConnection, id: &str, now: i64, reason: Option<&str>) -> Result<(), DbErr> {
+    row::Entity::update_many()
+        .col_expr(row::Column::State, Expr::value("RELEASED"))
+        .col_expr(row::Column::ActiveOwner, Expr::value(Option::<String>::None))
+        .col_expr(row::Column::ActiveConnection, Expr::value(Option::<String>::None))
+        .col_expr(row::Column::ReleasedAt, Expr::value(now))
+        .col_expr(row::Column::ReleaseReason, Expr::value(reason.map(str::to_owned)))
+        .filter(row::Column::Id.eq(id))
+        .exec(db)
+        .await?;
+    Ok(())
+}
+
+/// The active, unexpired leases (at start).
+pub async fn load_active(db: &DatabaseConnection, now: i64) -> Result<Vec<row::Model>, DbErr> {
+    row::Entity::find()
+        .filter(row::Column::ActiveOwner.is_not_null())
+        .filter(row::Column::ExpiresAt.gt(now))
+        .all(db)
+        .await
+}

@@ -1,0 +1,197 @@
+//! The lease lifecycle (SPEC §R2.3): acquire, renew, release. Each change
+//! is written through to `session_leases` before it is answered — a lease
+//! is durable ownership — and one change runs at a time in this process;
+//! between processes the table's unique columns decide.
+//!
+//! Acquire picks, in routing order, the first of the key's allowed
+//! connections of the model's provider that is eligible now (not cooling,
+//! locked, terminal or behind an open breaker) and free (no other owner's
+//! unexpired lease). Eligible connections that are all held answer
+//! `WAITING_FOR_CAPACITY` with the time until the first of those leases
+//! ends; no eligible connection at all is not a lease conflict and answers
+//! as routing would.
+
+use axum::http::StatusCode;
+use sea_orm::DbErr;
+
+use crate::{
+    auth::api_keys::KeyEntry,
+    db::leases::{self as repo, Taken},
+    proxy::errors::ProxyError,
+    resilience::{breaker::BreakerState, engine},
+    routing::{
+        leases::{Lease, Owner, Stale},
+        resolve::{ResolveError, resolve},
+    },
+    state::AppState,
+};
+
+/// A lease's lifetime when the request names none.
+pub const DEFAULT_TTL_MS: u64 = 300_000;
+pub const MIN_TTL_MS: u64 = 10_000;
+pub const MAX_TTL_MS: u64 = 3_600_000;
+/// `retryAfter` of a capacity answer is clamped to this range (seconds).
+const RETRY_AFTER_SECS: (u64, u64) = (1, 120);
+
+pub enum LeaseError {
+    /// `409 LEASE_FENCE_STALE`.
+    Stale(Stale),
+    /// `429 WAITING_FOR_CAPACITY`: every eligible connection is held.
+    Capacity {
+        retry_after_secs: u64,
+    },
+    /// What routing would answer (unknown model, no eligible connection).
+    Routing(ProxyError),
+    Db(DbErr),
+}
+
+impl From<DbErr> for LeaseError {
+    fn from(e: DbErr) -> Self {
+        Self::Db(e)
+    }
+}
+
+pub async fn acquire(
+    state: &AppState,
+    key: &KeyEntry,
+    owner: Owner,
+    model: &str,
+    ttl_ms: u64,
+) -> Result<Lease, LeaseError> {
+    let _one_at_a_time = state.leases.lifecycle.lock().await;
+    if let Some(held) = state.leases.of(&owner) {
+        if held.key_id != key.id {
+            return Err(LeaseError::Stale(Stale::ForeignKey));
+        }
+        // Re-acquire: the same lease and generation, its time renewed.
+        return extend(state, held, ttl_ms).await;
+    }
+    let (provider, model) = target_of(state, model)?;
+    let eligible = eligible_connections(state, key, provider, &model)?;
+    let owner_hex = owner.hex();
+    let mut soonest_end: Option<i64> = None;
+    for conn in eligible {
+        if let Some(end) = held_until(state, &conn) {
+            soonest_end = Some(soonest_end.map_or(end, |s| s.min(end)));
+            continue;
+        }
+        let now = state.leases.now();
+        repo::clear_expired(&state.db, &conn, &owner_hex, now).await?;
+        state.leases.drop_expired_on(&conn);
+        let lease = Lease {
+            id: uuid::Uuid::new_v4().to_string(),
+            owner,
+            key_id: key.id.clone(),
+            provider,
+            connection_id: conn.as_str().into(),
+            generation: repo::last_generation(&state.db, &owner_hex).await? + 1,
+            expires_at: now.saturating_add(i64::try_from(ttl_ms).unwrap_or(i64::MAX)),
+        };
+        match repo::insert(&state.db, &lease, now).await? {
+            Taken::Yes => {
+                state.leases.put(lease.clone());
+                tracing::info!(provider, generation = lease.generation, "session lease acquired");
+                return Ok(lease);
+            }
+            // Another instance took it meanwhile.
+            Taken::Conflict => soonest_end = Some(soonest_end.unwrap_or(now + 1_000)),
+        }
+    }
+    let now = state.leases.now();
+    let secs =
+        soonest_end.map_or(RETRY_AFTER_SECS.0, |end| u64::try_from((end - now).max(0)).unwrap_or(0).div_ceil(1000));
+    Err(LeaseError::Capacity { retry_after_secs: secs.clamp(RETRY_AFTER_SECS.0, RETRY_AFTER_SECS.1) })
+}
+
+pub async fn renew(
+    state: &AppState,
+    key: &KeyEntry,
+    owner: Owner,
+    generation: u64,
+    ttl_ms: u64,
+) -> Result<Lease, LeaseError> {
+    let _one_at_a_time = state.leases.lifecycle.lock().await;
+    let lease = state.leases.fence(&owner, generation, &key.id).map_err(LeaseError::Stale)?;
+    extend(state, lease, ttl_ms).await
+}
+
+/// Releases the lease; releasing one that is no longer active is a no-op.
+pub async fn release(
+    state: &AppState,
+    key: &KeyEntry,
+    owner: Owner,
+    generation: u64,
+    reason: Option<&str>,
+) -> Result<(), LeaseError> {
+    let _one_at_a_time = state.leases.lifecycle.lock().await;
+    let lease = match state.leases.fence(&owner, generation, &key.id) {
+        Ok(lease) => lease,
+        Err(Stale::NoLease) => return Ok(()),
+        Err(stale) => return Err(LeaseError::Stale(stale)),
+    };
+    repo::release(&state.db, &lease.id, state.leases.now(), reason).await?;
+    state.leases.remove(&owner);
+    tracing::info!(provider = lease.provider, generation, "session lease released");
+    Ok(())
+}
+
+async fn extend(state: &AppState, mut lease: Lease, ttl_ms: u64) -> Result<Lease, LeaseError> {
+    lease.expires_at = state.leases.now().saturating_add(i64::try_from(ttl_ms).unwrap_or(i64::MAX));
+    repo::renew(&state.db, &lease.id, lease.expires_at).await?;
+    state.leases.put(lease.clone());
+    Ok(lease)
+}
+
+/// The provider (and model) a lease for `model` holds a connection of.
+fn target_of(state: &AppState, model: &str) -> Result<(&'static str, String), LeaseError> {
+    let snapshot = state.connections.snapshot();
+    let aliased = state.aliases.resolve(model);
+    let target = resolve(aliased.as_deref().unwrap_or(model), &snapshot).map_err(|e| {
+        let status =
+            if matches!(e, ResolveError::Unknown(_)) { StatusCode::NOT_FOUND } else { StatusCode::BAD_REQUEST };
+        LeaseError::Routing(ProxyError {
+            param: Some("model".into()),
+            ..ProxyError::new(status, "invalid_request_error", "model_not_found", e.to_string())
+        })
+    })?;
+    Ok((target.provider.id, target.model))
+}
+
+/// The key's connections of `provider` that could serve `model` now, in
+/// routing order; none is a routing error.
+fn eligible_connections(
+    state: &AppState,
+    key: &KeyEntry,
+    provider: &'static str,
+    model: &str,
+) -> Result<Vec<String>, LeaseError> {
+    let snapshot = state.connections.snapshot();
+    let allowed: Vec<_> = snapshot.candidates(provider).iter().filter(|c| key.may_use(&c.id)).collect();
+    let unavailable =
+        |status, code, message: String| LeaseError::Routing(ProxyError::new(status, "server_error", code, message));
+    if allowed.is_empty() {
+        let message = format!("No active credentials for provider: {provider} among this key's allowed connections");
+        return Err(unavailable(StatusCode::NOT_FOUND, "no_active_credentials", message));
+    }
+    let settings = state.resilience.current();
+    let cfg = engine::breaker_config(&settings, allowed[0].provider.category);
+    if state.engine.breaker_state(provider, &cfg) == BreakerState::Open {
+        let message = format!("Provider {provider} circuit breaker is open");
+        return Err(unavailable(StatusCode::SERVICE_UNAVAILABLE, "provider_circuit_open", message));
+    }
+    let eligible: Vec<String> = allowed
+        .iter()
+        .filter(|c| state.engine.exclusion(provider, &c.id, model).is_none())
+        .map(|c| c.id.clone())
+        .collect();
+    if eligible.is_empty() {
+        let message = format!("Every allowed connection of {provider} is cooling down or unavailable");
+        return Err(unavailable(StatusCode::SERVICE_UNAVAILABLE, "all_targets_cooling_down", message));
+    }
+    Ok(eligible)
+}
+
+/// Until when another owner's unexpired lease holds the connection.
+fn held_until(state: &AppState, connection_id: &str) -> Option<i64> {
+    state.leases.active().into_iter().filter(|l| *l.connection_id == *connection_id).map(|l| l.expires_at).min()
+}
