@@ -326,6 +326,30 @@ async fn a_lease_survives_a_restart_and_its_headers_reach_no_upstream() {
 }
 
 #[tokio::test]
+async fn a_lease_whose_connection_cools_moves_to_a_free_one_under_the_next_generation() {
+    let s = setup(2).await;
+    s.acquire(&owner('a')).await;
+    s.fake.push_rule(fake_upstream::Rule {
+        api_key: Some("sk-c0".into()),
+        status: Some(429),
+        times: Some(1),
+        ..Default::default()
+    });
+    let limited = s.chat_leased(&s.key, &owner('a'), "1").await;
+    assert_eq!(limited.status(), 429, "the leased connection alone serves the lease");
+    let moved = s.chat_leased(&s.key, &owner('a'), "1").await;
+    assert_eq!(moved.status(), 200);
+    assert_eq!(moved.headers()["x-omniroute-selected-connection-id"], s.conns[1].as_str());
+    assert_eq!(moved.headers()["x-omniroute-lease-generation"], "2", "the answer names the new generation");
+    assert_eq!(s.chat_leased(&s.key, &owner('a'), "1").await.status(), StatusCode::CONFLICT, "the old one is stale");
+    let next = s.chat_leased(&s.key, &owner('a'), "2").await;
+    assert_eq!(next.headers()["x-omniroute-selected-connection-id"], s.conns[1].as_str());
+    let rows = server::db::leases::load_active(&s.gw.state.db, 0).await.unwrap();
+    assert_eq!((rows.len(), rows[0].generation, rows[0].connection_id.as_str()), (1, 2, s.conns[1].as_str()));
+    s.gw.stop().await;
+}
+
+#[tokio::test]
 async fn lease_owners_reach_no_log_line() {
     let captured = common::capture_logs();
     let s = setup(1).await;

@@ -17,7 +17,7 @@ use axum::{
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-use super::errors::ProxyError;
+use super::{dispatch::plan::Plan, errors::ProxyError};
 use crate::{
     auth::{api_keys::KeyEntry, identity::presented_key},
     routing::leases::{Lease, Owner, Stale},
@@ -78,6 +78,34 @@ pub fn context(headers: &HeaderMap) -> Result<Option<LeaseContext>, ProxyError> 
         .filter(|g| *g > 0)
         .ok_or_else(|| invalid("X-OmniRoute-Lease-Generation", "must be a positive integer"))?;
     Ok(Some(LeaseContext { owner, generation }))
+}
+
+/// The fence of a leased inference request, before any upstream call: the
+/// lease its context names, if current and taken through this key — moved
+/// to an eligible connection when its own is no longer (a single model's
+/// lockouts count; a combo's targets are checked as they are tried).
+pub async fn fenced(
+    state: &AppState,
+    key: Option<&KeyEntry>,
+    ctx: &LeaseContext,
+    plan: &Plan,
+) -> Result<Lease, ProxyError> {
+    let key = key.ok_or_else(|| stale(Stale::ForeignKey))?;
+    let lease = state.leases.fence(&ctx.owner, ctx.generation, &key.id).map_err(stale)?;
+    let model = match (&plan.combo, plan.targets.first().and_then(|t| t.target.as_ref())) {
+        (None, Some(target)) if target.provider.id == lease.provider => target.model.clone(),
+        _ => String::new(),
+    };
+    service::follow_health(state, key, lease, &model).await.map_err(|e| match e {
+        LeaseError::Stale(why) => stale(why),
+        _ => store_unavailable(key),
+    })
+}
+
+fn store_unavailable(key: &KeyEntry) -> ProxyError {
+    tracing::error!(key_id = %key.id, "storing a session lease failed");
+    let message = "the lease could not be stored; retry";
+    ProxyError::new(StatusCode::SERVICE_UNAVAILABLE, "server_error", "lease_store_unavailable", message)
 }
 
 /// `OPTIONS`: which headers a lease request may send.
@@ -165,13 +193,8 @@ fn answer_error(e: LeaseError, key: &KeyEntry) -> Result<Response, ProxyError> {
             Ok(r)
         }
         LeaseError::Db(e) => {
-            tracing::error!(error = %e, key_id = %key.id, "storing a session lease failed");
-            Err(ProxyError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "server_error",
-                "lease_store_unavailable",
-                "the lease could not be stored; retry",
-            ))
+            tracing::error!(error = %e, "a session lease change failed in the database");
+            Err(store_unavailable(key))
         }
     }
 }

@@ -119,13 +119,19 @@ pub async fn serve(state: &Arc<AppState>, req: &ClientRequest, inbound: &Inbound
     // An alias stands for a combo or a provider/model (SPEC §A).
     let aliased = state.aliases.resolve(&req.model);
     let model = aliased.as_deref().unwrap_or(&req.model);
-    // The fence: a stale lease context is refused before any upstream call.
+    let plan = match state.combos.get(model) {
+        Some(combo) => Plan::combo(combo, &snapshot, state),
+        None => Plan::single(resolve(model, &snapshot).map_err(|e| match e {
+            ResolveError::Ambiguous(..) => ProxyError::bad_field("model", e.to_string()),
+            ResolveError::Unknown(_) => ProxyError {
+                param: Some("model".into()),
+                ..ProxyError::new(StatusCode::NOT_FOUND, "invalid_request_error", "model_not_found", e.to_string())
+            },
+        })?),
+    };
     let lease = match &inbound.lease {
+        Some(ctx) => Some(leases::fenced(state, inbound.key, ctx, &plan).await?),
         None => None,
-        Some(ctx) => {
-            let key_id = inbound.key.map_or("", |k| k.id.as_str());
-            Some(state.leases.fence(&ctx.owner, ctx.generation, key_id).map_err(leases::stale)?)
-        }
     };
     let caller = dispatch::Caller {
         request_id: inbound.request_id,
@@ -139,16 +145,6 @@ pub async fn serve(state: &Arc<AppState>, req: &ClientRequest, inbound: &Inbound
         request: Some(req),
         lease: lease.as_ref(),
     };
-    let plan = match state.combos.get(model) {
-        Some(combo) => Plan::combo(combo, &snapshot, state),
-        None => Plan::single(resolve(model, &snapshot).map_err(|e| match e {
-            ResolveError::Ambiguous(..) => ProxyError::bad_field("model", e.to_string()),
-            ResolveError::Unknown(_) => ProxyError {
-                param: Some("model".into()),
-                ..ProxyError::new(StatusCode::NOT_FOUND, "invalid_request_error", "model_not_found", e.to_string())
-            },
-        })?),
-    };
     let served = dispatch::run(state, &snapshot, &plan, &caller, |protocol, model| req.body_for(protocol, model));
     let mut response = served.await?;
     if req.background_dropped {
@@ -156,6 +152,9 @@ pub async fn serve(state: &Arc<AppState>, req: &ClientRequest, inbound: &Inbound
         response
             .headers_mut()
             .insert("x-omniroute-warning", http::HeaderValue::from_static(super::request::BACKGROUND_WARNING));
+    }
+    if let Some(lease) = &lease {
+        response.headers_mut().insert(leases::GENERATION_HEADER, http::HeaderValue::from(lease.generation));
     }
     Ok(response)
 }

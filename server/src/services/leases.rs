@@ -10,6 +10,12 @@
 //! `WAITING_FOR_CAPACITY` with the time until the first of those leases
 //! ends; no eligible connection at all is not a lease conflict and answers
 //! as routing would.
+//!
+//! A lease owns a connection, not a model, and the normal health rules
+//! still apply to it: when the leased connection stops being eligible
+//! (cooling, locked for the model, terminal, gone), the next leased request
+//! moves the lease to a free eligible connection under the next generation
+//! ([`follow_health`]); its answer says the new generation.
 
 use axum::http::StatusCode;
 use sea_orm::DbErr;
@@ -133,6 +139,49 @@ pub async fn release(
     state.leases.remove(&owner);
     tracing::info!(provider = lease.provider, generation, "session lease released");
     Ok(())
+}
+
+/// The lease a fenced request goes on with: the same one while its
+/// connection is eligible for `model`; else moved to the first free
+/// eligible connection under the next generation; else the same one (the
+/// request then meets the normal routing errors).
+pub async fn follow_health(state: &AppState, key: &KeyEntry, lease: Lease, model: &str) -> Result<Lease, LeaseError> {
+    let usable = |conn: &str| {
+        state.connections.snapshot().connection(conn).is_some()
+            && state.engine.exclusion(lease.provider, conn, model).is_none()
+    };
+    if usable(&lease.connection_id) {
+        return Ok(lease);
+    }
+    let _one_at_a_time = state.leases.lifecycle.lock().await;
+    // Another request may have moved it meanwhile.
+    let Ok(current) = state.leases.fence(&lease.owner, lease.generation, &key.id) else {
+        return Ok(state.leases.of(&lease.owner).unwrap_or(lease));
+    };
+    let Ok(eligible) = eligible_connections(state, key, current.provider, model) else { return Ok(current) };
+    let Some(free) = eligible.into_iter().find(|c| held_until(state, c).is_none()) else { return Ok(current) };
+    let now = state.leases.now();
+    repo::clear_expired(&state.db, &free, &current.owner.hex(), now).await?;
+    repo::release(&state.db, &current.id, now, Some("moved: its connection is no longer eligible")).await?;
+    state.leases.remove(&current.owner);
+    let moved = Lease {
+        id: uuid::Uuid::new_v4().to_string(),
+        connection_id: free.as_str().into(),
+        generation: current.generation + 1,
+        ..current.clone()
+    };
+    if matches!(repo::insert(&state.db, &moved, now).await?, Taken::Conflict) {
+        // Another instance took that connection in between: the lease is
+        // gone, and the client acquires again.
+        return Err(LeaseError::Stale(Stale::NoLease));
+    }
+    state.leases.put(moved.clone());
+    tracing::info!(
+        provider = moved.provider,
+        generation = moved.generation,
+        "session lease moved to an eligible connection"
+    );
+    Ok(moved)
 }
 
 async fn extend(state: &AppState, mut lease: Lease, ttl_ms: u64) -> Result<Lease, LeaseError> {
