@@ -192,6 +192,10 @@ impl Finish for AttemptGuard {
         }
     }
 
+    fn redact(&self, text: &str) -> String {
+        self.conn.redact(text)
+    }
+
     fn finish(&mut self, end: StreamEnd, translated: Option<ir::Usage>) {
         if let (Some(u), Some(r)) = (translated, self.record.as_mut()) {
             r.prompt_tokens = i64::try_from(u.input_tokens).ok();

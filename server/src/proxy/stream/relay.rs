@@ -88,6 +88,9 @@ impl StreamEnd {
 pub trait Finish: Send + Unpin + 'static {
     fn relayed(&mut self, client_chunk: &[u8]);
     fn finish(&mut self, end: StreamEnd, usage: Option<ir::Usage>);
+    /// `text` without the attempt's credential, for error text that
+    /// reaches the client (an upstream may echo the key it was sent).
+    fn redact(&self, text: &str) -> String;
 }
 
 /// The watchdog budgets of a relayed stream.
@@ -202,6 +205,9 @@ pub struct Relay<F: Finish> {
     translator: Option<StreamTranslator>,
     /// An error event the upstream sent (passed through as it is).
     upstream_error: Option<String>,
+    /// The chunk just read completed an upstream error event: what it
+    /// becomes for the client is redacted.
+    error_chunk: bool,
     /// `Some` until the stream ended.
     attempt: Option<F>,
     /// Resolves when the gateway's shutdown grace is over.
@@ -236,6 +242,7 @@ impl<F: Finish> Relay<F> {
             client,
             translator,
             upstream_error: None,
+            error_chunk: false,
             attempt: Some(attempt),
             shutdown: None,
         }
@@ -260,7 +267,7 @@ impl<F: Finish> Relay<F> {
 
     /// Ends the stream with an error event the client understands.
     fn fail(&mut self, end: StreamEnd) -> Bytes {
-        let message = end.message();
+        let message = self.attempt.as_ref().map_or_else(|| end.message(), |a| a.redact(&end.message()));
         self.end(end);
         match (&mut self.translator, self.client) {
             (Some(t), _) => t.fail(&message),
@@ -273,10 +280,29 @@ impl<F: Finish> Relay<F> {
         }
     }
 
+    /// An error event's frames as the client may see them: an upstream
+    /// that echoes the credential it was sent does not show it to the
+    /// client (an event split over several chunks is redacted in its
+    /// last one, where the watch recognises it).
+    fn redacted(&self, out: Bytes) -> Bytes {
+        let Some(attempt) = self.attempt.as_ref() else { return out };
+        let text = String::from_utf8_lossy(&out);
+        let clean = attempt.redact(&text);
+        if clean == text { out } else { Bytes::from(clean) }
+    }
+
     /// The upstream closed: the translator's closing frames, if any.
     fn complete(&mut self) -> Option<Bytes> {
         if let Some(e) = self.watch.finish().error {
             self.upstream_error.get_or_insert(e);
+        }
+        // A translated stream whose upstream sent an error event ends with
+        // the client's error event, not a normal close (passed through, the
+        // upstream's own event already went out).
+        if self.translator.is_some()
+            && let Some(e) = self.upstream_error.take()
+        {
+            return Some(self.fail(StreamEnd::UpstreamError(e)));
         }
         let tail = match self.translator.as_mut().map(StreamTranslator::finish) {
             None => None,
@@ -326,6 +352,7 @@ impl<F: Finish> Relay<F> {
                 }
                 if let Some(e) = seen.error {
                     self.upstream_error.get_or_insert(e);
+                    self.error_chunk = true;
                 }
                 Poll::Ready(Next::Upstream(chunk))
             }
@@ -355,6 +382,7 @@ impl<F: Finish> Stream for Relay<F> {
                 Some(Ok(out)) => out,
                 Some(Err(e)) => return Poll::Ready(Some(Ok(this.fail(StreamEnd::UpstreamError(e.0))))),
             };
+            let out = if std::mem::take(&mut this.error_chunk) { this.redacted(out) } else { out };
             if !out.is_empty() {
                 if let Some(a) = this.attempt.as_mut() {
                     a.relayed(&out);

@@ -16,6 +16,9 @@ impl Finish for Recorder {
     fn finish(&mut self, end: StreamEnd, _: Option<ir::Usage>) {
         self.0.lock().push(end);
     }
+    fn redact(&self, text: &str) -> String {
+        text.replace("sk-live-secret", "[redacted]")
+    }
 }
 
 const STALL: Duration = Duration::from_secs(600);
@@ -65,6 +68,24 @@ async fn a_stream_without_output_is_aborted_after_the_stall_budget_and_reasoning
     assert!(relay.next().await.is_none());
     drop(relay);
     assert_eq!(*ends.lock(), vec![StreamEnd::Stalled(STALL)], "finished once, as a stall");
+}
+
+/// An upstream that echoes its key in an error event: the client sees
+/// the event without the key, passed through or translated.
+#[tokio::test(start_paused = true)]
+async fn an_upstream_error_event_reaches_the_client_without_the_credential() {
+    for client in [Protocol::OpenaiChat, Protocol::Anthropic, Protocol::Responses] {
+        let (tx, r, ends) = relay(client, Protocol::OpenaiChat);
+        tx.send(Ok(Bytes::from("data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n"))).unwrap();
+        let echo = "data: {\"error\":{\"message\":\"Incorrect API key provided: sk-live-secret\"}}\n\n";
+        tx.send(Ok(Bytes::from(echo))).unwrap();
+        drop(tx);
+        let all: Vec<_> = r.map(|c| String::from_utf8_lossy(&c.unwrap()).into_owned()).collect().await;
+        let text = all.concat();
+        assert!(text.contains("Incorrect API key provided") && text.contains("[redacted]"), "{client:?}: {text}");
+        assert!(!text.contains("sk-live-secret"), "{client:?}: {text}");
+        assert_eq!(ends.lock().len(), 1);
+    }
 }
 
 #[tokio::test(start_paused = true)]
