@@ -161,3 +161,31 @@ async fn streams_still_open_at_the_end_of_the_grace_get_an_error_event_and_a_log
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].error_kind.as_deref(), Some("server_shutdown"));
 }
+
+#[tokio::test]
+async fn a_stream_still_waiting_for_its_first_event_at_the_end_of_the_grace_gets_the_error_event_too() {
+    let fake = FakeUpstream::start().await.unwrap();
+    fake.push_rule(Rule { latency_ms: 60_000, ..Default::default() });
+    let gw = start(|c| {
+        c.shutdown_grace = Duration::from_millis(300);
+        c.sse_heartbeat_interval = Duration::from_millis(100);
+    })
+    .await;
+    gw.add_connection("anthropic", "main", "sk-x", &fake.url(), 0).await;
+    let body = serde_json::json!({"model": "anthropic/claude-sonnet-4", "stream": true, "max_tokens": 16,
+                                  "messages": [{"role": "user", "content": "hi"}]});
+    let mut resp = gw.http.post(format!("{}/v1/messages", gw.url)).json(&body).send().await.unwrap();
+    assert_eq!(resp.status(), 200, "committed early: keepalives while the upstream is silent");
+    let first = String::from_utf8_lossy(&resp.chunk().await.unwrap().unwrap()).into_owned();
+    assert!(first.contains("event: ping"), "{first}");
+    let state = gw.state.clone();
+    let (_, rest) = tokio::join!(gw.stop(), resp.bytes());
+    let rest = String::from_utf8_lossy(&rest.unwrap()).into_owned();
+    let last = rest.trim_end().rsplit("\n\n").next().unwrap();
+    assert!(last.starts_with("event: error") && last.contains("shutting down"), "ends with the error event: {rest}");
+    let rows = server::db::logs::list(&state.db, &server::db::logs::LogFilter { limit: 10, ..Default::default() })
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].error_kind.as_deref(), Some("server_shutdown"), "not a client that went away");
+}

@@ -157,6 +157,11 @@ impl Shutdown {
         self.0.send_replace(true);
     }
 
+    /// Whether the grace period is over: what is cut now is cut by the shutdown.
+    pub fn is_over(&self) -> bool {
+        *self.0.borrow()
+    }
+
     /// Resolves once the grace period is over.
     pub fn wait(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
         let mut over = self.0.subscribe();

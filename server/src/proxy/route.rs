@@ -71,13 +71,14 @@ pub async fn handle(
         Err(e) => return e.into_response_as(protocol),
     };
     let heartbeat = state.config.sse_heartbeat_interval;
+    let shutdown = state.shutdown.wait();
     let stream = req.stream;
     let answer = async move {
         let key = key.as_ref().map(|k| k.0.as_ref());
         let inbound = Inbound { protocol, endpoint, request_id: &request_id.0, key, lease };
         serve(&state, &req, &inbound).await.unwrap_or_else(|e| e.into_response_as(protocol))
     };
-    if stream { keepalive::serve(Box::pin(answer), protocol, heartbeat).await } else { answer.await }
+    if stream { keepalive::serve(Box::pin(answer), protocol, heartbeat, shutdown).await } else { answer.await }
 }
 
 /// The client's request, read for its endpoint's protocol.

@@ -235,8 +235,11 @@ impl AttemptGuard {
 }
 
 impl Drop for AttemptGuard {
+    /// Dropped unfinished: the client went away, or — after the grace — the
+    /// shutdown cut a request still waiting for its answer.
     fn drop(&mut self) {
-        self.ended_without_verdict(&StreamEnd::ClientGone);
+        let end = if self.state.shutdown.is_over() { StreamEnd::Shutdown } else { StreamEnd::ClientGone };
+        self.ended_without_verdict(&end);
     }
 }
 

@@ -11,6 +11,7 @@
 //! (retries and failovers included) inside the response body. Whatever
 //! the loop answers then becomes the rest of the stream; an error answer
 //! becomes the protocol's error event, since the status is already sent.
+//! So does the end of the shutdown grace while the loop still waits.
 
 use app::types::Protocol;
 use axum::{
@@ -28,6 +29,7 @@ use std::{
 };
 use tokio::time::{Interval, MissedTickBehavior};
 
+use super::relay::{self, StreamEnd};
 use crate::protocols::{responses, sse};
 
 /// The keepalive frame of a client protocol.
@@ -40,8 +42,15 @@ pub fn frame(client: Protocol) -> Bytes {
 
 /// Serves a stream request: its answer as it is when the dispatch loop
 /// has one within `period`, else an SSE response that keeps the client
-/// alive until the answer comes.
-pub async fn serve(answer: BoxFuture<'static, Response>, client: Protocol, period: Duration) -> Response {
+/// alive until the answer comes — or until `shutdown` (the end of the
+/// grace) resolves first: then the waiting loop is dropped (its attempt
+/// logs `server_shutdown`) and the stream ends with the error event.
+pub async fn serve(
+    answer: BoxFuture<'static, Response>,
+    client: Protocol,
+    period: Duration,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Response {
     let mut answer = answer;
     if let Ok(response) = tokio::time::timeout(period, &mut answer).await {
         return response;
@@ -49,7 +58,7 @@ pub async fn serve(answer: BoxFuture<'static, Response>, client: Protocol, perio
     // The first keepalive goes out with the headers.
     let mut ticks = tokio::time::interval(period);
     ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    let body = EarlyCommit { state: State::Waiting(answer), client, ticks };
+    let body = EarlyCommit { state: State::Waiting(answer), client, ticks, shutdown: Box::pin(shutdown) };
     let mut response = Response::new(Body::from_stream(body));
     let h = response.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
@@ -70,6 +79,7 @@ pub struct EarlyCommit {
     state: State,
     client: Protocol,
     ticks: Interval,
+    shutdown: BoxFuture<'static, ()>,
 }
 
 impl EarlyCommit {
@@ -116,6 +126,13 @@ impl Stream for EarlyCommit {
                         };
                     }
                     Poll::Pending => {
+                        if this.shutdown.as_mut().poll(cx).is_ready() {
+                            this.state = State::Done;
+                            return Poll::Ready(Some(Ok(relay::error_event(
+                                this.client,
+                                &StreamEnd::Shutdown.message(),
+                            ))));
+                        }
                         if this.ticks.poll_tick(cx).is_pending() {
                             return Poll::Pending;
                         }
@@ -159,6 +176,7 @@ mod tests {
             answer_after(PERIOD / 2, || (StatusCode::TOO_MANY_REQUESTS, "{}").into_response()),
             Protocol::OpenaiChat,
             PERIOD,
+            std::future::pending(),
         )
         .await;
         assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);
@@ -168,7 +186,9 @@ mod tests {
     async fn a_late_answer_gets_keepalives_every_period_then_its_stream() {
         let started = Instant::now();
         let stream = || Response::new(Body::from("event: message_start\ndata: {}\n\n"));
-        let resp = serve(answer_after(Duration::from_secs(50), stream), Protocol::Anthropic, PERIOD).await;
+        let resp =
+            serve(answer_after(Duration::from_secs(50), stream), Protocol::Anthropic, PERIOD, std::future::pending())
+                .await;
         assert_eq!((resp.status(), started.elapsed()), (StatusCode::OK, PERIOD), "committed after one period");
         let got = frames(resp).await;
         let ping = "event: ping\ndata: {\"type\": \"ping\"}\n\n".to_owned();
@@ -190,13 +210,39 @@ mod tests {
             (StatusCode::GATEWAY_TIMEOUT, r#"{"error":{"message":"no event","code":"STREAM_READINESS_TIMEOUT"}}"#)
                 .into_response()
         };
-        let got = frames(serve(answer_after(Duration::from_secs(20), error), Protocol::OpenaiChat, PERIOD).await).await;
+        let serve =
+            |client| serve(answer_after(Duration::from_secs(20), error), client, PERIOD, std::future::pending());
+        let got = frames(serve(Protocol::OpenaiChat).await).await;
         assert_eq!(got.len(), 2, "{got:?}");
         assert_eq!(got[0].1, ": keepalive\n\n");
         assert!(got[1].1.starts_with("data: {\"error\"") && got[1].1.contains("STREAM_READINESS_TIMEOUT"));
-        let got = frames(serve(answer_after(Duration::from_secs(20), error), Protocol::Responses, PERIOD).await).await;
+        let got = frames(serve(Protocol::Responses).await).await;
         let failed = &got[1].1;
         assert!(failed.contains("response.failed") && failed.contains("no event"), "{got:?}");
         assert!(failed.contains("\"code\":\"STREAM_READINESS_TIMEOUT\""), "{got:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_end_of_the_grace_ends_a_waiting_stream_with_the_error_event_and_drops_the_loop() {
+        struct Dropped(std::sync::Arc<std::sync::atomic::AtomicBool>);
+        impl Drop for Dropped {
+            fn drop(&mut self) {
+                self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        let dropped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let guard = Dropped(dropped.clone());
+        let never = Box::pin(async move {
+            let _guard = guard;
+            std::future::pending::<Response>().await
+        });
+        let grace_over = tokio::time::sleep(Duration::from_secs(40));
+        let got = frames(serve(never, Protocol::Anthropic, PERIOD, grace_over).await).await;
+        let times: Vec<_> = got.iter().map(|(at, _)| at.as_secs()).collect();
+        // Committed at 15 s; the grace ends at 40 s, 25 s into the stream.
+        assert_eq!(times, [0, 15, 25], "keepalives, then the error event at the grace end: {got:?}");
+        let last = &got[2].1;
+        assert!(last.starts_with("event: error") && last.contains("shutting down"), "{last}");
+        assert!(dropped.load(std::sync::atomic::Ordering::SeqCst), "the waiting loop (and its attempt) is dropped");
     }
 }

@@ -35,6 +35,17 @@ use crate::{
     resilience::throughput::ThroughputWatchdog,
 };
 
+/// The error event that ends a stream of `client`'s protocol with
+/// `message` (a stream already committed can no longer change its status).
+pub fn error_event(client: Protocol, message: &str) -> Bytes {
+    match client {
+        Protocol::Anthropic => sse::frame(Some("error"), &anthropic::error_body("api_error", message).to_string()),
+        Protocol::Responses => translate::responses_error_frame(message),
+        Protocol::Gemini => sse::frame(None, &gemini_inbound::error_body(500, message).to_string()),
+        Protocol::OpenaiChat => translate::openai_error_frame(message),
+    }
+}
+
 /// How a relayed stream ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StreamEnd {
@@ -269,14 +280,9 @@ impl<F: Finish> Relay<F> {
     fn fail(&mut self, end: StreamEnd) -> Bytes {
         let message = self.attempt.as_ref().map_or_else(|| end.message(), |a| a.redact(&end.message()));
         self.end(end);
-        match (&mut self.translator, self.client) {
-            (Some(t), _) => t.fail(&message),
-            (None, Protocol::Anthropic) => {
-                sse::frame(Some("error"), &anthropic::error_body("api_error", &message).to_string())
-            }
-            (None, Protocol::Responses) => translate::responses_error_frame(&message),
-            (None, Protocol::Gemini) => sse::frame(None, &gemini_inbound::error_body(500, &message).to_string()),
-            (None, _) => translate::openai_error_frame(&message),
+        match &mut self.translator {
+            Some(t) => t.fail(&message),
+            None => error_event(self.client, &message),
         }
     }
 
