@@ -105,6 +105,10 @@ pub struct Config {
     /// start of a stream is held back so that early failures are retried
     /// where the client cannot see them.
     pub stream_recovery: bool,
+    /// Mid-stream recovery (`STREAM_RECOVERY_MIDSTREAM_ENABLED`, off by
+    /// default): a stream that breaks after its commit point is continued
+    /// by another target that can take the output so far as its prefix.
+    pub stream_recovery_midstream: bool,
     pub shutdown_grace: Duration,
     pub log_retention_rows: u64,
     pub max_body_bytes: usize,
@@ -201,6 +205,7 @@ impl Config {
             stream_idle_timeout: parse_ms(env, "STREAM_IDLE_TIMEOUT_MS", DEFAULT_STREAM_IDLE_TIMEOUT_MS)?,
             sse_heartbeat_interval: parse_ms(env, "SSE_HEARTBEAT_INTERVAL_MS", DEFAULT_SSE_HEARTBEAT_INTERVAL_MS)?,
             stream_recovery: parse_flag(env, "STREAM_RECOVERY_ENABLED")?,
+            stream_recovery_midstream: parse_flag(env, "STREAM_RECOVERY_MIDSTREAM_ENABLED")?,
             shutdown_grace: parse_ms(env, "OMNIROUTE_SHUTDOWN_GRACE_MS", DEFAULT_SHUTDOWN_GRACE_MS)?,
             log_retention_rows: parse_env(env, "OMNIROUTE_LOG_RETENTION_ROWS", DEFAULT_LOG_RETENTION_ROWS)?,
             max_body_bytes: parse_env(env, "OMNIROUTE_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES)?,

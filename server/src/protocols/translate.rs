@@ -1,8 +1,9 @@
 //! Any protocol to any other: a request is read into the internal
 //! representation and written in the upstream's protocol; the answer goes
 //! the other way, whole or event by event. Same-protocol traffic never
-//! comes here — it passes through untouched. Every protocol can be on
-//! either side.
+//! comes here — it passes through untouched — except a stream that may be
+//! continued elsewhere (mid-stream recovery), whose events the gateway
+//! must follow. Every protocol can be on either side.
 
 use app::types::Protocol;
 use bytes::Bytes;
@@ -95,6 +96,17 @@ enum Writer {
     Gemini(gemini_inbound::StreamWriter),
 }
 
+impl Reader {
+    fn new(upstream: Protocol) -> Self {
+        match upstream {
+            Protocol::OpenaiChat => Self::OpenaiChat(openai_chat::StreamReader::default()),
+            Protocol::Anthropic => Self::Anthropic(anthropic::StreamReader::default()),
+            Protocol::Responses => Self::Responses(responses::StreamReader::default()),
+            Protocol::Gemini => Self::Gemini(gemini::StreamReader::default()),
+        }
+    }
+}
+
 /// Translates an upstream SSE stream into the client's protocol, chunk by
 /// chunk: bytes in, the client's frames out, nothing held back beyond an
 /// incomplete event.
@@ -104,6 +116,47 @@ pub struct StreamTranslator {
     writer: Writer,
     usage: Option<ir::Usage>,
     done: bool,
+    /// What the client was sent, kept when the stream may be continued
+    /// elsewhere (mid-stream recovery).
+    transcript: Option<Transcript>,
+}
+
+/// The answer so far, as far as a continuation needs it.
+#[derive(Default)]
+struct Transcript {
+    text: String,
+    /// A tool call or reasoning was sent: no continuation can join it.
+    unjoinable: bool,
+    stopped: bool,
+    /// The continuation's own stream: its start is not the client's.
+    continuing: bool,
+    /// The prefix was sent without its trailing whitespace, which the
+    /// client already has: the continuation's leading whitespace is dropped.
+    trim_leading: bool,
+}
+
+impl Transcript {
+    /// Notes `e`; false when it is not for the client.
+    fn note(&mut self, e: &mut Event) -> bool {
+        match e {
+            Event::Start { .. } if self.continuing => return false,
+            Event::Text(t) => {
+                if self.trim_leading {
+                    let kept = t.trim_start().len();
+                    t.replace_range(..t.len() - kept, "");
+                    if t.is_empty() {
+                        return false;
+                    }
+                    self.trim_leading = false;
+                }
+                self.text.push_str(t);
+            }
+            Event::Reasoning(_) | Event::ReasoningSignature(_) | Event::ToolCallStart { .. } => self.unjoinable = true,
+            Event::Stop(_) => self.stopped = true,
+            _ => {}
+        }
+        true
+    }
 }
 
 /// The upstream stream failed mid-way (an error event, an event too large).
@@ -112,19 +165,41 @@ pub struct StreamFailed(pub String);
 
 impl StreamTranslator {
     pub fn new(upstream: Protocol, client: Protocol, created: i64) -> Self {
-        let reader = match upstream {
-            Protocol::OpenaiChat => Reader::OpenaiChat(openai_chat::StreamReader::default()),
-            Protocol::Anthropic => Reader::Anthropic(anthropic::StreamReader::default()),
-            Protocol::Responses => Reader::Responses(responses::StreamReader::default()),
-            Protocol::Gemini => Reader::Gemini(gemini::StreamReader::default()),
-        };
+        let reader = Reader::new(upstream);
         let writer = match client {
             Protocol::OpenaiChat => Writer::OpenaiChat(openai_chat::StreamWriter::new(created)),
             Protocol::Anthropic => Writer::Anthropic(anthropic::StreamWriter::default()),
             Protocol::Responses => Writer::Responses(responses::StreamWriter::new(created)),
             Protocol::Gemini => Writer::Gemini(gemini_inbound::StreamWriter::default()),
         };
-        Self { sse: SseReader::default(), reader, writer, usage: None, done: false }
+        Self { sse: SseReader::default(), reader, writer, usage: None, done: false, transcript: None }
+    }
+
+    /// Keeps what the client is sent, so the stream can be continued
+    /// elsewhere ([`Self::continuable`]).
+    pub fn with_transcript(mut self) -> Self {
+        self.transcript = Some(Transcript::default());
+        self
+    }
+
+    /// The text sent so far, when a continuation can join it: nothing but
+    /// text was sent (a tool call is never split across targets, and
+    /// reasoning cannot be continued) and the answer has not stopped.
+    pub fn continuable(&self) -> Option<&str> {
+        let t = self.transcript.as_ref().filter(|t| !t.unjoinable && !t.stopped && !self.done)?;
+        Some(&t.text)
+    }
+
+    /// From now on reads a continuation that speaks `protocol` (the
+    /// client's, as the gateway relays it): its own start is dropped, the
+    /// rest joins what the client already has.
+    pub fn continue_from(&mut self, protocol: Protocol) {
+        self.sse = SseReader::default();
+        self.reader = Reader::new(protocol);
+        if let Some(t) = self.transcript.as_mut() {
+            t.continuing = true;
+            t.trim_leading = t.text.ends_with(char::is_whitespace);
+        }
     }
 
     /// The usage reported so far.
@@ -180,9 +255,12 @@ impl StreamTranslator {
             Reader::Responses(r) => r.read(ev).map_err(fault)?,
             Reader::Gemini(r) => r.read(ev),
         };
-        for e in events {
+        for mut e in events {
             if let Event::Usage(u) = &e {
                 self.usage = Some(*u);
+            }
+            if self.transcript.as_mut().is_some_and(|t| !t.note(&mut e)) {
+                continue;
             }
             let bytes = match &mut self.writer {
                 Writer::OpenaiChat(w) => w.write(e),

@@ -13,6 +13,7 @@ pub mod leases;
 pub mod messages;
 pub mod models;
 pub mod request;
+pub mod resume;
 pub mod route;
 pub mod session;
 pub mod stream;

@@ -71,6 +71,9 @@ pub struct ClientRequest {
     /// cannot hold for a later poll: it runs synchronously instead, without
     /// the field (SPEC §R8), and the answer says so.
     pub background_dropped: bool,
+    /// A continuation made by the gateway: every target's body is written
+    /// from the internal representation, never spliced from `body`.
+    continuation: bool,
 }
 
 /// Said by the answer to a request whose `background: true` was dropped.
@@ -191,7 +194,36 @@ impl ClientRequest {
             session_key,
             session: OnceLock::new(),
             background_dropped: false,
+            continuation: false,
         }
+    }
+
+    /// This request continued after `prefix`, the assistant text a broken
+    /// stream already gave the client (mid-stream recovery, SPEC §R6): the
+    /// prefix becomes the assistant's last turn (without trailing
+    /// whitespace, which Anthropic refuses there), which an upstream that
+    /// prefills continues.
+    pub fn continued(&self, prefix: &str) -> Result<Self, ProxyError> {
+        let mut ir = self.ir().map_err(|e| ProxyError::bad_field(e.field.clone(), e.to_string()))?.clone();
+        let prefix = prefix.trim_end();
+        if !prefix.is_empty() {
+            ir.push(ir::Role::Assistant, vec![ir::Part::Text(prefix.to_owned())]);
+        }
+        let ir_cell = OnceLock::new();
+        let _ = ir_cell.set(Ok(ir));
+        Ok(Self {
+            protocol: self.protocol,
+            model: self.model.clone(),
+            stream: self.stream,
+            body: Bytes::new(),
+            model_span: None,
+            ir: ir_cell,
+            passthrough_headers: self.passthrough_headers.clone(),
+            session_key: self.session_key.clone(),
+            session: OnceLock::new(),
+            background_dropped: false,
+            continuation: true,
+        })
     }
 
     /// The client session (SPEC §R2.2): its headers or body ids, else its
@@ -221,7 +253,7 @@ impl ClientRequest {
 
     /// The body for a target of protocol `target` serving `model`.
     pub fn body_for(&self, target: Protocol, model: &str) -> Result<Bytes, ProxyError> {
-        if target == self.protocol {
+        if target == self.protocol && !self.continuation {
             return Ok(self.spliced(model));
         }
         let ir = self.ir().map_err(|e| ProxyError::bad_field(e.field.clone(), e.to_string()))?;
@@ -306,5 +338,22 @@ mod tests {
         let v: serde_json::Value = serde_json::from_slice(&ok.body_for(Protocol::OpenaiChat, "gpt").unwrap()).unwrap();
         assert_eq!(v["model"], "gpt");
         assert_eq!(v["messages"][0], serde_json::json!({"role": "user", "content": "x"}));
+    }
+
+    #[test]
+    fn a_continuation_ends_with_the_prefix_as_the_assistant_turn_for_every_target() {
+        let req = parse(
+            Protocol::Anthropic,
+            br#"{"model":"combo","max_tokens":9,"stream":true,"messages":[{"role":"user","content":"hi"}]}"#,
+        )
+        .unwrap();
+        let continued = req.continued("Hello there \n").unwrap();
+        let body: serde_json::Value =
+            serde_json::from_slice(&continued.body_for(Protocol::Anthropic, "claude").unwrap()).unwrap();
+        assert_eq!(body["model"], "claude", "written for the target, not spliced from the client's body");
+        let last = &body["messages"][1];
+        assert_eq!(last["role"], "assistant");
+        assert!(last["content"].to_string().contains("Hello there\""), "no trailing whitespace: {last}");
+        assert!(body["stream"].as_bool().unwrap());
     }
 }

@@ -19,6 +19,7 @@ use super::{
     errors::ProxyError,
     leases::{self, LeaseContext},
     request::ClientRequest,
+    resume::Resumer,
     stream::keepalive,
 };
 use crate::{
@@ -35,6 +36,10 @@ pub struct Inbound<'a> {
     pub key: Option<&'a KeyEntry>,
     /// Its exclusive session lease context (SPEC §R2.3), if it sends one.
     pub lease: Option<LeaseContext>,
+    /// How its stream is continued if it fails after commit (§R6).
+    pub resume: Option<Resumer>,
+    /// It continues a stream that failed on this connection.
+    pub continuing: Option<&'a str>,
 }
 
 /// The protocol and endpoint name of a `/v1` path (also for answers given
@@ -74,8 +79,12 @@ pub async fn handle(
     let shutdown = state.shutdown.wait();
     let stream = req.stream;
     let answer = async move {
+        let req = Arc::new(req);
+        // Mid-stream recovery: not for a leased session, which its lease binds to one connection.
+        let resume = (stream && state.config.stream_recovery_midstream && lease.is_none())
+            .then(|| Resumer::new(&state, &req, &request_id.0, endpoint, key.as_ref().map(|k| k.0.clone())));
         let key = key.as_ref().map(|k| k.0.as_ref());
-        let inbound = Inbound { protocol, endpoint, request_id: &request_id.0, key, lease };
+        let inbound = Inbound { protocol, endpoint, request_id: &request_id.0, key, lease, resume, continuing: None };
         serve(&state, &req, &inbound).await.unwrap_or_else(|e| e.into_response_as(protocol))
     };
     if stream { keepalive::serve(Box::pin(answer), protocol, heartbeat, shutdown).await } else { answer.await }
@@ -145,6 +154,8 @@ pub async fn serve(state: &Arc<AppState>, req: &ClientRequest, inbound: &Inbound
         alias: aliased.is_some().then_some(req.model.as_str()),
         request: Some(req),
         lease: lease.as_ref(),
+        resume: inbound.resume.as_ref(),
+        continuing: inbound.continuing,
     };
     let served = dispatch::run(state, &snapshot, &plan, &caller, |protocol, model| req.body_for(protocol, model));
     let mut response = served.await?;

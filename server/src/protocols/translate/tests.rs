@@ -462,3 +462,77 @@ fn count_tokens_estimates_from_everything_the_model_reads() {
     let empty = ir::Request::default();
     assert_eq!(empty.estimated_input_tokens(), 0);
 }
+
+/// The text of Anthropic frames a client got.
+fn anthropic_text(out: &[u8]) -> String {
+    let mut reader = sse::SseReader::default();
+    let events = reader.feed(out).unwrap();
+    events
+        .iter()
+        .filter_map(|e| to_value(&Bytes::from(e.data.clone()))["delta"]["text"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn a_continuation_joins_the_client_stream_without_its_start_or_repeated_whitespace() {
+    let mut t = StreamTranslator::new(Protocol::OpenaiChat, Protocol::Anthropic, 0).with_transcript();
+    let chunk = |delta: Value| {
+        sse::frame(None, &json!({"id": "c", "model": "m", "choices": [{"index": 0, "delta": delta}]}).to_string())
+    };
+    let mut out = t.chunk(&chunk(json!({"role": "assistant", "content": "Hello "}))).unwrap().to_vec();
+    assert_eq!(t.continuable(), Some("Hello "));
+    // The continuation speaks the client's protocol (Anthropic) and starts anew.
+    t.continue_from(Protocol::Anthropic);
+    let continuation = [
+        sse::frame(
+            Some("message_start"),
+            r#"{"type":"message_start","message":{"id":"msg_2","model":"claude","content":[],"usage":{"input_tokens":3,"output_tokens":0}}}"#,
+        ),
+        sse::frame(
+            Some("content_block_start"),
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+        ),
+        sse::frame(
+            Some("content_block_delta"),
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" world"}}"#,
+        ),
+        sse::frame(
+            Some("message_delta"),
+            r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}"#,
+        ),
+        sse::frame(Some("message_stop"), r#"{"type":"message_stop"}"#),
+    ];
+    for frame in continuation {
+        out.extend_from_slice(&t.chunk(&frame).unwrap());
+    }
+    out.extend_from_slice(&t.finish().unwrap());
+    let text = String::from_utf8(out.clone()).unwrap();
+    assert_eq!(text.matches("event: message_start").count(), 1, "{text}");
+    assert_eq!(text.matches("event: message_stop").count(), 1, "{text}");
+    assert_eq!(anthropic_text(&out), "Hello world", "the prefix's trailing space is not doubled");
+}
+
+#[test]
+fn a_stream_with_a_tool_call_or_reasoning_or_a_stop_cannot_be_continued() {
+    let chunk = |delta: Value| {
+        sse::frame(None, &json!({"id": "c", "model": "m", "choices": [{"index": 0, "delta": delta}]}).to_string())
+    };
+    let tool = json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "ls", "arguments": ""}}]});
+    let reasoning = json!({"reasoning_content": "thinking"});
+    for (what, delta) in [("tool call", tool), ("reasoning", reasoning)] {
+        let mut t = StreamTranslator::new(Protocol::OpenaiChat, Protocol::Anthropic, 0).with_transcript();
+        t.chunk(&chunk(json!({"role": "assistant", "content": "ok"}))).unwrap();
+        t.chunk(&chunk(delta)).unwrap();
+        assert_eq!(t.continuable(), None, "{what}");
+    }
+    let mut t = StreamTranslator::new(Protocol::OpenaiChat, Protocol::Anthropic, 0).with_transcript();
+    t.chunk(&chunk(json!({"content": "done"}))).unwrap();
+    let stop = sse::frame(
+        None,
+        &json!({"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}).to_string(),
+    );
+    t.chunk(&stop).unwrap();
+    assert_eq!(t.continuable(), None, "a stopped answer");
+    let plain = StreamTranslator::new(Protocol::OpenaiChat, Protocol::Anthropic, 0);
+    assert_eq!(plain.continuable(), None, "no transcript kept");
+}

@@ -7,7 +7,7 @@
 //! connection-level gates (cooldown, terminal state, model lockout) are
 //! asked per connection by the attempt loop.
 
-use app::types::settings::ResilienceSettings;
+use app::types::{Protocol, settings::ResilienceSettings};
 
 use std::sync::Arc;
 
@@ -140,7 +140,9 @@ fn session_first(
 /// The active connections of `provider` this request may use (the key's
 /// allow-list, a combo target's pinned connection; the leased one when the
 /// request holds a lease of this provider, and none leased by another
-/// session otherwise), in routing order.
+/// session otherwise; for a stream's continuation, those of a provider
+/// that continues an assistant prefix but the one that failed), in
+/// routing order.
 fn candidates<'s>(
     state: &AppState,
     snapshot: &'s Snapshot,
@@ -148,6 +150,9 @@ fn candidates<'s>(
     caller: &Caller<'_>,
     pinned: Option<&str>,
 ) -> Vec<&'s Arc<LiveConnection>> {
+    if caller.continuing.is_some() && !continues_a_prefix(provider.protocol) {
+        return Vec::new();
+    }
     let key = caller.key;
     let lease = caller.lease.filter(|l| l.provider == provider.id);
     let owner = caller.lease.map(|l| &l.owner);
@@ -159,5 +164,12 @@ fn candidates<'s>(
             Some(l) => *l.connection_id == *c.id,
             None => !state.leases.held_by_other(&c.id, owner),
         })
+        .filter(|c| caller.continuing.is_none_or(|failed| failed != c.id))
         .collect()
+}
+
+/// Whether an upstream of `protocol` continues the assistant turn a
+/// request ends with (rather than answering anew): Anthropic's prefill.
+pub fn continues_a_prefix(protocol: Protocol) -> bool {
+    protocol == Protocol::Anthropic
 }

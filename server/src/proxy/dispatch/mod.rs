@@ -45,6 +45,7 @@ use super::{
     cooldown_wait::{AbandonedWait, CooldownWaits},
     errors::ProxyError,
     request::ClientRequest,
+    resume::Resumer,
 };
 use crate::{
     auth::api_keys::KeyEntry,
@@ -95,6 +96,12 @@ pub struct Caller<'a> {
     /// The exclusive session lease it holds (§R2.3): its connection serves
     /// its provider's targets.
     pub lease: Option<&'a Lease>,
+    /// Mid-stream recovery (§R6): how a committed stream of this request
+    /// is continued when it fails.
+    pub resume: Option<&'a Resumer>,
+    /// This request continues a stream that failed on this connection:
+    /// only other connections of a prefix-continuing provider serve it.
+    pub continuing: Option<&'a str>,
 }
 
 /// One client request, ready to send to one target.

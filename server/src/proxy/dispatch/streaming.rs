@@ -59,7 +59,13 @@ pub(super) async fn open(
     }
     // Committed: the request has its answer; its queue may start the next.
     guard.executed();
-    let translator = (upstream != client).then(|| StreamTranslator::new(upstream, client, now_ms() / 1000));
+    // A stream that may be continued elsewhere is followed event by event,
+    // even in the client's own protocol.
+    let resume = call.caller.resume.map(|r| r.after(&conn.id));
+    let translator = (upstream != client || resume.is_some()).then(|| {
+        let t = StreamTranslator::new(upstream, client, now_ms() / 1000);
+        if resume.is_some() { t.with_transcript() } else { t }
+    });
     let committed = Committed { held: ready.held, ended: ready.ended, watch };
     let watchdog = state.resilience.current().stream_recovery.throughput_watchdog.clone();
     let budgets = Budgets {
@@ -67,7 +73,10 @@ pub(super) async fn open(
         heartbeat: state.config.sse_heartbeat_interval,
         throughput: watchdog.enabled.then_some(watchdog),
     };
-    let relay = Relay::new(body, committed, budgets, client, translator, guard).until(state.shutdown.wait());
+    let mut relay = Relay::new(body, committed, budgets, client, translator, guard).until(state.shutdown.wait());
+    if let Some(resume) = resume {
+        relay = relay.resumable(resume);
+    }
     let mut response = Response::new(Body::from_stream(relay));
     let h = response.headers_mut();
     h.insert(header::CONTENT_TYPE, content_type.unwrap_or(HeaderValue::from_static("text/event-stream")));

@@ -69,6 +69,8 @@ impl Harness {
             alias: None,
             request: Some(&req),
             lease: None,
+            resume: None,
+            continuing: None,
         };
         let plan = Plan::single(Target { provider: catalog::find("openai").unwrap(), model: "gpt-4o-mini".into() });
         let started = Instant::now();
@@ -198,6 +200,8 @@ async fn a_request_waiting_for_its_slots_does_not_hold_an_attempts_state() {
         alias: None,
         request: Some(&req),
         lease: None,
+        resume: None,
+        continuing: None,
     };
     let target = Target { provider: catalog::find("openai").unwrap(), model: "gpt-4o-mini".into() };
     let plan = Plan::single(target.clone());

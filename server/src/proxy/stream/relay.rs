@@ -187,6 +187,8 @@ enum Next {
     Keepalive,
     /// The stream is over; its last frame, if any.
     End(Option<Bytes>),
+    /// The attempt failed and a continuation is on its way.
+    Resuming,
 }
 
 /// The committed part of a stream.
@@ -223,6 +225,14 @@ pub struct Relay<F: Finish> {
     attempt: Option<F>,
     /// Resolves when the gateway's shutdown grace is over.
     shutdown: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+    /// Mid-stream recovery (`continuation`): taken when used, once.
+    resume: Option<Resume>,
+    /// The continuation being dispatched, and why the stream needed it.
+    resuming: Option<(Continuation, String)>,
+    /// The stream relays a continuation, which runs its own watchdogs.
+    continued: bool,
+    /// The client's stream is over.
+    closed: bool,
 }
 
 impl<F: Finish> Relay<F> {
@@ -256,7 +266,19 @@ impl<F: Finish> Relay<F> {
             error_chunk: false,
             attempt: Some(attempt),
             shutdown: None,
+            resume: None,
+            resuming: None,
+            continued: false,
+            closed: false,
         }
+    }
+
+    /// Continues the stream through `resume` when it fails after commit
+    /// (mid-stream recovery); it must be relayed through a translator
+    /// that keeps its transcript.
+    pub fn resumable(mut self, resume: Resume) -> Self {
+        self.resume = Some(resume);
+        self
     }
 
     /// Ends the stream (with the error event) when `shutdown` resolves.
@@ -276,13 +298,25 @@ impl<F: Finish> Relay<F> {
         }
     }
 
-    /// Ends the stream with an error event the client understands.
-    fn fail(&mut self, end: StreamEnd) -> Bytes {
+    /// The attempt failed: the stream goes on as a continuation where that
+    /// can be joined, else it ends with an error event.
+    fn fail(&mut self, end: StreamEnd) -> Next {
+        if let Some(continuation) = self.continuation(&end) {
+            let why = end.message();
+            self.end(end);
+            self.resuming = Some((continuation, why));
+            return Next::Resuming;
+        }
         let message = self.attempt.as_ref().map_or_else(|| end.message(), |a| a.redact(&end.message()));
         self.end(end);
+        Next::End(Some(self.error_frame(&message)))
+    }
+
+    /// The error event the client understands.
+    fn error_frame(&mut self, message: &str) -> Bytes {
         match &mut self.translator {
-            Some(t) => t.fail(&message),
-            None => error_event(self.client, &message),
+            Some(t) => t.fail(message),
+            None => error_event(self.client, message),
         }
     }
 
@@ -298,7 +332,7 @@ impl<F: Finish> Relay<F> {
     }
 
     /// The upstream closed: the translator's closing frames, if any.
-    fn complete(&mut self) -> Option<Bytes> {
+    fn complete(&mut self) -> Next {
         if let Some(e) = self.watch.finish().error {
             self.upstream_error.get_or_insert(e);
         }
@@ -308,39 +342,42 @@ impl<F: Finish> Relay<F> {
         if self.translator.is_some()
             && let Some(e) = self.upstream_error.take()
         {
-            return Some(self.fail(StreamEnd::UpstreamError(e)));
+            return self.fail(StreamEnd::UpstreamError(e));
         }
         let tail = match self.translator.as_mut().map(StreamTranslator::finish) {
             None => None,
             Some(Ok(tail)) => Some(tail),
-            Some(Err(e)) => return Some(self.fail(StreamEnd::UpstreamError(e.0))),
+            Some(Err(e)) => return self.fail(StreamEnd::UpstreamError(e.0)),
         };
         let end = self.upstream_error.take().map_or(StreamEnd::Complete, StreamEnd::UpstreamError);
         self.end(end);
-        tail.filter(|t| !t.is_empty())
+        Next::End(tail.filter(|t| !t.is_empty()))
     }
 
     /// The next upstream chunk (watched), a keepalive, or the end.
     fn poll_upstream(&mut self, cx: &mut Context<'_>) -> Poll<Next> {
+        if let Some(waiting) = self.poll_resuming(cx) {
+            return waiting;
+        }
         if let Some(chunk) = self.held.pop_front() {
             return Poll::Ready(Next::Upstream(chunk));
         }
         if self.upstream_ended {
-            return Poll::Ready(Next::End(self.complete()));
+            return Poll::Ready(self.complete());
         }
         match self.upstream.as_mut().poll_next(cx) {
             Poll::Pending => {
                 if self.shutdown.as_mut().is_some_and(|s| s.as_mut().poll(cx).is_ready()) {
-                    return Poll::Ready(Next::End(Some(self.fail(StreamEnd::Shutdown))));
+                    return Poll::Ready(self.fail(StreamEnd::Shutdown));
                 }
-                if self.stall.poll_expired(cx) {
-                    return Poll::Ready(Next::End(Some(self.fail(StreamEnd::Stalled(self.stall.budget)))));
+                if !self.continued && self.stall.poll_expired(cx) {
+                    return Poll::Ready(self.fail(StreamEnd::Stalled(self.stall.budget)));
                 }
                 if let Some(t) = self.throughput.as_mut()
                     && t.check.as_mut().poll(cx).is_ready()
                     && t.judge(None)
                 {
-                    return Poll::Ready(Next::End(Some(self.fail(StreamEnd::TooSlow))));
+                    return Poll::Ready(self.fail(StreamEnd::TooSlow));
                 }
                 if self.heartbeat.poll_expired(cx) {
                     self.heartbeat.touch(Instant::now());
@@ -354,7 +391,7 @@ impl<F: Finish> Relay<F> {
                     self.stall.touch(Instant::now());
                 }
                 if self.throughput.as_mut().is_some_and(|t| t.judge(Some(&seen))) {
-                    return Poll::Ready(Next::End(Some(self.fail(StreamEnd::TooSlow))));
+                    return Poll::Ready(self.fail(StreamEnd::TooSlow));
                 }
                 if let Some(e) = seen.error {
                     self.upstream_error.get_or_insert(e);
@@ -362,8 +399,8 @@ impl<F: Finish> Relay<F> {
                 }
                 Poll::Ready(Next::Upstream(chunk))
             }
-            Poll::Ready(Some(Err(e))) => Poll::Ready(Next::End(Some(self.fail(StreamEnd::Broken(e))))),
-            Poll::Ready(None) => Poll::Ready(Next::End(self.complete())),
+            Poll::Ready(Some(Err(e))) => Poll::Ready(self.fail(StreamEnd::Broken(e))),
+            Poll::Ready(None) => Poll::Ready(self.complete()),
         }
     }
 }
@@ -374,19 +411,32 @@ impl<F: Finish> Stream for Relay<F> {
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
         loop {
-            if this.attempt.is_none() {
+            if this.closed {
                 return Poll::Ready(None);
             }
-            let chunk = match this.poll_upstream(cx) {
+            let next = match this.poll_upstream(cx) {
                 Poll::Pending => return Poll::Pending,
-                Poll::Ready(Next::End(last)) => return Poll::Ready(last.map(Ok)),
-                Poll::Ready(Next::Keepalive) => return Poll::Ready(Some(Ok(keepalive::frame(this.client)))),
-                Poll::Ready(Next::Upstream(chunk)) => chunk,
+                Poll::Ready(next) => next,
+            };
+            let chunk = match next {
+                Next::End(last) => {
+                    this.closed = true;
+                    return Poll::Ready(last.map(Ok));
+                }
+                Next::Keepalive => return Poll::Ready(Some(Ok(keepalive::frame(this.client)))),
+                Next::Resuming => continue,
+                Next::Upstream(chunk) => chunk,
             };
             let out = match this.translator.as_mut().map(|t| t.chunk(&chunk)) {
                 None => chunk,
                 Some(Ok(out)) => out,
-                Some(Err(e)) => return Poll::Ready(Some(Ok(this.fail(StreamEnd::UpstreamError(e.0))))),
+                Some(Err(e)) => match this.fail(StreamEnd::UpstreamError(e.0)) {
+                    Next::End(last) => {
+                        this.closed = true;
+                        return Poll::Ready(last.map(Ok));
+                    }
+                    _ => continue,
+                },
             };
             let out = if std::mem::take(&mut this.error_chunk) { this.redacted(out) } else { out };
             if !out.is_empty() {
@@ -406,5 +456,8 @@ impl<F: Finish> Drop for Relay<F> {
     }
 }
 
+mod continuation;
 #[cfg(test)]
 mod tests;
+
+pub use continuation::{Continuation, Resume};
