@@ -1,28 +1,36 @@
-//! `cargo xtask chaos`: a bounded, randomized fault run on loopback (first
-//! cut; SPEC §R6, §T). A combo lists four targets, one per upstream
-//! protocol; every target but the last gets a random fault for each
-//! request it sees — response headers that never come, headers then
-//! silence, an end before the first event, a dropped connection (at once,
-//! or after the first events: stream recovery is on and must hide it),
-//! 503 / 429 / 529 storms — and the last one is healthy. Requests mix the four
-//! client protocols, streaming and not, several at a time.
+//! `cargo xtask chaos [--seconds N] [--seed S]`: a bounded, randomized
+//! fault run on loopback (SPEC §R6, §T). A combo lists four targets, one
+//! per upstream protocol, spread over two fake upstream processes; every
+//! target but the last gets a random fault for each request it sees —
+//! response headers that never come, headers then silence, an end before
+//! the first event, a dropped connection (at once, or after the first
+//! events: stream recovery is on and must hide it), 503 / 429 (with and
+//! without a retry hint) / 529, an error body that never finishes, a slow
+//! trickle — and the last one is healthy. For N seconds (default 60;
+//! `cargo xtask test` runs 180) requests mix the four client protocols,
+//! streaming and not, `CHAOS_CONCURRENCY` (default 16) at a time.
 //!
 //! Passes when nothing hung (every request answered within its bound),
 //! every answer was a 2xx and no stream ended in an error event: faults
 //! that strike before a stream's commit point must be failed over
 //! invisibly. (Stalls after the first event are left out: no recovery can
-//! tell them from a slow model inside its hold-back window.)
-//! `CHAOS_REQUESTS` (default 400), `CHAOS_CONCURRENCY` (16) and
-//! `CHAOS_SEED` (random) tune the run; the seed is printed to replay it.
+//! tell them from a slow model inside its hold-back window.) The fault
+//! schedule follows the seed, which is printed so a failure can be
+//! replayed; which request meets which fault depends on timing.
 
 use anyhow::{Context, bail};
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use serde_json::{Value, json};
-use std::{sync::Arc, time::Duration};
+use std::{
+    collections::BTreeMap,
+    process::Command,
+    sync::Arc,
+    time::{Duration, Instant},
+};
 use tokio::sync::Semaphore;
 
 use crate::{
-    e2e::start_stack,
+    e2e::{Service, start_stack},
     util::{self, cargo, step},
 };
 
@@ -30,13 +38,15 @@ const MGMT_KEY: &str = "chaos-management-key";
 /// Longest any request may take before it counts as hung.
 const HANG_BOUND: Duration = Duration::from_secs(20);
 
-/// (provider, model, the fake's path prefix for it, base URL suffix).
-const TARGETS: [(&str, &str, &str, &str); 4] = [
-    ("openai", "gpt-4o-mini", "/v1/chat/completions", "/v1"),
-    ("anthropic", "claude-sonnet-4", "/v1/messages", ""),
-    ("openai-responses", "gpt-5", "/v1/responses", "/v1"),
-    ("gemini", "gemini-2.5-flash", "/v1beta/models/", "/v1beta"),
+/// (provider, model, base URL suffix, which fake serves it).
+const TARGETS: [(&str, &str, &str, usize); 4] = [
+    ("openai", "gpt-4o-mini", "/v1", 0),
+    ("anthropic", "claude-sonnet-4", "", 1),
+    ("openai-responses", "gpt-5", "/v1", 0),
+    ("gemini", "gemini-2.5-flash", "/v1beta", 1),
 ];
+/// The targets that get faults: all but the last.
+const FAULTY: usize = 3;
 
 #[derive(Clone, Copy, Debug)]
 enum Client {
@@ -58,11 +68,25 @@ struct Tally {
     examples: Vec<String>,
 }
 
-pub fn run() -> anyhow::Result<()> {
-    let env = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u64>().ok());
-    let requests = env("CHAOS_REQUESTS").unwrap_or(400);
-    let concurrency = env("CHAOS_CONCURRENCY").unwrap_or(16);
-    let seed = env("CHAOS_SEED").unwrap_or_else(rand::random);
+/// What the run is told on its command line.
+pub struct Options {
+    pub seconds: u64,
+    pub seed: u64,
+}
+
+impl Options {
+    /// `--seconds N` (default 60) and `--seed S` (random).
+    pub fn parse(args: &[String]) -> anyhow::Result<Self> {
+        Ok(Self {
+            seconds: util::flag(args, "--seconds")?.unwrap_or(60),
+            seed: util::flag(args, "--seed")?.unwrap_or_else(rand::random),
+        })
+    }
+}
+
+pub fn run(opts: &Options) -> anyhow::Result<()> {
+    let concurrency = std::env::var("CHAOS_CONCURRENCY").ok().and_then(|v| v.parse().ok()).unwrap_or(16u64);
+    let (seconds, seed) = (opts.seconds, opts.seed);
     step("build the gateway and the fake upstream");
     util::run(cargo().args(["build", "-p", "server", "-p", "fake-upstream"]))?;
     let data_dir = util::target_dir().join(format!("chaos-data-{}", std::process::id()));
@@ -76,127 +100,225 @@ pub fn run() -> anyhow::Result<()> {
         // The faults are the upstream's; the request queue would only pace the run.
         ("RATE_LIMIT_AUTO_ENABLE", "false"),
     ];
-    let (gateway, fake, gw, fake_url) = start_stack("debug", &data_dir, "warn,omniroute=info,server=error", &budgets)?;
-    step(&format!("chaos: {requests} requests, {concurrency} at a time, seed {seed}"));
+    let (gateway, fake_a, gw, url_a) = start_stack("debug", &data_dir, "warn,omniroute=info,server=error", &budgets)?;
+    let (fake_b, url_b) = Service::start(Command::new(util::target_dir().join("debug/fake-upstream")), "http://")?;
+    let fakes = [url_a, url_b.trim().to_owned()];
+    step(&format!("chaos: {seconds} s, {concurrency} requests at a time, seed {seed}"));
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let run = Run { gw, fakes, seed };
     let tally = rt.block_on(async {
         let http = reqwest::Client::builder().timeout(HANG_BOUND).build()?;
-        setup(&http, &gw, &fake_url, seed, requests).await?;
-        let tally = drive(&http, &gw, seed, requests, concurrency).await?;
-        anyhow::Ok((tally, faults_struck(&http, &fake_url).await?))
+        run.setup(&http).await?;
+        let (tally, scheduled) = run.drive(&http, Duration::from_secs(seconds), concurrency).await?;
+        anyhow::Ok((tally, scheduled, run.faults_struck(&http).await?))
     });
-    drop((gateway, fake));
+    drop((gateway, fake_a, fake_b));
     let _ = std::fs::remove_dir_all(&data_dir);
-    let (t, struck) = tally?;
-    let report = json!({"seed": seed, "requests": requests, "ok": t.ok, "hung": t.hung,
-                        "non2xx": t.non_2xx, "errorEvents": t.error_events, "faultsStruck": struck});
+    let (t, scheduled, struck) = tally?;
+    let report = json!({"seed": seed, "seconds": seconds, "requests": t.ok + t.hung + t.non_2xx + t.error_events,
+                        "ok": t.ok, "hung": t.hung, "non2xx": t.non_2xx, "errorEvents": t.error_events,
+                        "faultsScheduled": scheduled, "faultsStruck": struck});
     println!("{report}");
     if struck == 0 {
         bail!("no fault struck: the run tested nothing");
     }
     if t.hung + t.non_2xx + t.error_events > 0 {
-        bail!("chaos run failed (replay with CHAOS_SEED={seed}):\n{}", t.examples.join("\n"));
+        bail!(
+            "chaos run failed (replay: cargo xtask chaos --seconds {seconds} --seed {seed}):\n{}",
+            t.examples.join("\n")
+        );
     }
     Ok(())
 }
 
-/// Connections on the fake, no connection cooldowns and short breaker
-/// holds (so faults keep coming; breakers still open and recover), the
-/// combo, and the faults.
-async fn setup(http: &reqwest::Client, gw: &str, fake: &str, seed: u64, requests: u64) -> anyhow::Result<()> {
-    let api = |method: reqwest::Method, path: &str| http.request(method, format!("{gw}{path}")).bearer_auth(MGMT_KEY);
-    for (provider, _, _, suffix) in TARGETS {
-        let body = json!({"provider": provider, "name": provider, "apiKey": format!("key-{provider}"), "baseUrl": format!("{fake}{suffix}")});
-        let resp = api(reqwest::Method::POST, "/api/providers").json(&body).send().await?;
-        if !resp.status().is_success() {
-            bail!("adding the {provider} connection: {}", resp.text().await?);
-        }
-    }
-    // Breakers reopen for 1 s only, so faulty targets are probed often.
-    let off = json!({"connectionCooldown": {"oauth": {"baseCooldownMs": 0}, "apikey": {"baseCooldownMs": 0}},
-                     "providerBreaker": {"apikey": {"resetTimeoutMs": 1000, "maxResetMultiplier": 1}}});
-    api(reqwest::Method::PATCH, "/api/resilience").json(&off).send().await?.error_for_status()?;
-    let targets: Vec<Value> = TARGETS.iter().map(|(p, m, _, _)| json!({"model": format!("{p}/{m}")})).collect();
-    let combo = json!({"name": "chaos", "strategy": "priority", "targets": targets});
-    api(reqwest::Method::POST, "/api/combos").json(&combo).send().await?.error_for_status()?;
-    // Newest rule first: a stack of single-use faults per faulty target.
-    let mut rng = StdRng::seed_from_u64(seed);
-    for (provider, _, _, _) in &TARGETS[..3] {
-        for _ in 0..requests {
-            let rule = fault(&mut rng, &format!("key-{provider}"));
-            http.post(format!("{fake}/_control/rules")).json(&rule).send().await?.error_for_status()?;
-        }
-    }
-    Ok(())
+/// One chaos run: the gateway, the fakes, the seed.
+struct Run {
+    gw: String,
+    fakes: [String; 2],
+    seed: u64,
 }
 
-/// How many upstream requests reached a faulty target.
-async fn faults_struck(http: &reqwest::Client, fake: &str) -> anyhow::Result<usize> {
-    let requests: Vec<Value> = http.get(format!("{fake}/_control/requests")).send().await?.json().await?;
-    let faulty: Vec<String> = TARGETS[..3].iter().map(|(p, _, _, _)| format!("key-{p}")).collect();
-    Ok(requests.iter().filter(|r| faulty.iter().any(|k| r["headers"].to_string().contains(k.as_str()))).count())
+impl Run {
+    /// Connections on the fakes, no connection cooldowns and short breaker
+    /// holds (so faults keep coming; breakers still open and recover), and
+    /// the combo.
+    async fn setup(&self, http: &reqwest::Client) -> anyhow::Result<()> {
+        let api = |method: reqwest::Method, path: &str| {
+            http.request(method, format!("{}{path}", self.gw)).bearer_auth(MGMT_KEY)
+        };
+        for (provider, _, suffix, fake) in TARGETS {
+            let base = format!("{}{suffix}", self.fakes[fake]);
+            let body = json!({"provider": provider, "name": provider, "apiKey": key(provider), "baseUrl": base});
+            let resp = api(reqwest::Method::POST, "/api/providers").json(&body).send().await?;
+            if !resp.status().is_success() {
+                bail!("adding the {provider} connection: {}", resp.text().await?);
+            }
+        }
+        // Breakers reopen for 1 s only, so faulty targets are probed often.
+        let off = json!({"connectionCooldown": {"oauth": {"baseCooldownMs": 0}, "apikey": {"baseCooldownMs": 0}},
+                         "providerBreaker": {"apikey": {"resetTimeoutMs": 1000, "maxResetMultiplier": 1}}});
+        api(reqwest::Method::PATCH, "/api/resilience").json(&off).send().await?.error_for_status()?;
+        let targets: Vec<Value> = TARGETS.iter().map(|(p, m, _, _)| json!({"model": format!("{p}/{m}")})).collect();
+        let combo = json!({"name": "chaos", "strategy": "priority", "targets": targets});
+        api(reqwest::Method::POST, "/api/combos").json(&combo).send().await?.error_for_status()?;
+        Ok(())
+    }
+
+    /// Gives every faulty target one more single-use fault (the newest
+    /// rule wins, so faults meet requests newest first).
+    async fn schedule(
+        &self,
+        http: &reqwest::Client,
+        rng: &mut StdRng,
+        counts: &mut BTreeMap<&'static str, u64>,
+    ) -> anyhow::Result<()> {
+        for (provider, _, _, fake) in &TARGETS[..FAULTY] {
+            let (kind, rule) = fault(rng, &key(provider));
+            *counts.entry(kind).or_default() += 1;
+            let url = format!("{}/_control/rules", self.fakes[*fake]);
+            http.post(url).json(&rule).send().await?.error_for_status()?;
+        }
+        Ok(())
+    }
+
+    /// How many upstream requests reached a faulty target.
+    async fn faults_struck(&self, http: &reqwest::Client) -> anyhow::Result<usize> {
+        let faulty: Vec<String> = TARGETS[..FAULTY].iter().map(|(p, _, _, _)| key(p)).collect();
+        let mut struck = 0;
+        for fake in &self.fakes {
+            let requests: Vec<Value> = http.get(format!("{fake}/_control/requests")).send().await?.json().await?;
+            struck += requests
+                .iter()
+                .filter(|r| faulty.iter().any(|k| r["headers"].to_string().contains(k.as_str())))
+                .count();
+        }
+        Ok(struck)
+    }
 }
 
-/// One fault that strikes before a stream is committed.
-fn fault(rng: &mut StdRng, key: &str) -> Value {
+fn key(provider: &str) -> String {
+    format!("key-{provider}")
+}
+
+/// One fault, named, that strikes before a stream is committed (or, for
+/// the trickle, a slow answer that must still arrive).
+fn fault(rng: &mut StdRng, key: &str) -> (&'static str, Value) {
     let mut rule = json!({"apiKey": key, "times": 1});
-    match rng.gen_range(0..8) {
-        7 => rule["dropAfterChunks"] = json!(2),
-        0 => rule["latencyMs"] = json!(60_000),
-        1 => rule["stallAfterChunks"] = json!(0),
-        2 => rule["endAfterChunks"] = json!(0),
-        3 => rule["dropAfterChunks"] = json!(0),
-        4 => rule["status"] = json!(503),
+    let kind = match rng.gen_range(0..11) {
+        0 => {
+            rule["latencyMs"] = json!(60_000);
+            "no headers"
+        }
+        1 => {
+            rule["stallAfterChunks"] = json!(0);
+            "headers then silence"
+        }
+        2 => {
+            rule["endAfterChunks"] = json!(0);
+            "early EOF"
+        }
+        3 => {
+            rule["dropAfterChunks"] = json!(0);
+            "reset at once"
+        }
+        4 => {
+            rule["dropAfterChunks"] = json!(2);
+            "drop after the first events"
+        }
         5 => {
+            rule["status"] = json!(503);
+            "503"
+        }
+        6 => {
             rule["status"] = json!(429);
             rule["headers"] = json!({"retry-after": "1"});
+            "429 with a hint"
         }
-        _ => rule["status"] = json!(529),
-    }
-    rule
+        7 => {
+            rule["status"] = json!(429);
+            "429 without a hint"
+        }
+        8 => {
+            rule["status"] = json!(529);
+            "529"
+        }
+        9 => {
+            rule["status"] = json!(503);
+            rule["stallAfterChunks"] = json!(1);
+            "error body that never ends"
+        }
+        _ => {
+            rule["trickleMs"] = json!(150);
+            "trickle"
+        }
+    };
+    (kind, rule)
 }
 
-async fn drive(http: &reqwest::Client, gw: &str, seed: u64, requests: u64, concurrency: u64) -> anyhow::Result<Tally> {
-    let slots = Arc::new(Semaphore::new(usize::try_from(concurrency)?));
-    let mut rng = StdRng::seed_from_u64(seed ^ 0x5eed);
-    let mut running = tokio::task::JoinSet::new();
-    for i in 0..requests {
-        let permit = slots.clone().acquire_owned().await?;
-        let client = CLIENTS[usize::try_from(i % 4)?];
-        let stream = rng.gen_bool(0.5);
-        let (http, gw) = (http.clone(), gw.to_owned());
-        running.spawn(async move {
-            let outcome = one(&http, &gw, client, stream).await;
-            drop(permit);
-            (client, stream, outcome)
-        });
+impl Run {
+    /// Sends requests for `length`, `concurrency` at a time, each after
+    /// one more fault per faulty target; returns the tally and the faults
+    /// scheduled by kind.
+    async fn drive(
+        &self,
+        http: &reqwest::Client,
+        length: Duration,
+        concurrency: u64,
+    ) -> anyhow::Result<(Tally, BTreeMap<&'static str, u64>)> {
+        let slots = Arc::new(Semaphore::new(usize::try_from(concurrency)?));
+        let (mut faults, mut requests) = (StdRng::seed_from_u64(self.seed), StdRng::seed_from_u64(self.seed ^ 0x5eed));
+        let mut scheduled = BTreeMap::new();
+        let mut running = tokio::task::JoinSet::new();
+        let mut t = Tally::default();
+        let started = Instant::now();
+        let mut i = 0usize;
+        while started.elapsed() < length {
+            let permit = slots.clone().acquire_owned().await?;
+            self.schedule(http, &mut faults, &mut scheduled).await?;
+            let client = CLIENTS[i % CLIENTS.len()];
+            i += 1;
+            let stream = requests.gen_bool(0.5);
+            let (http, gw) = (http.clone(), self.gw.clone());
+            running.spawn(async move {
+                let outcome = one(&http, &gw, client, stream).await;
+                drop(permit);
+                (client, stream, outcome)
+            });
+            while let Some(done) = running.try_join_next() {
+                t.count(done.context("a request task panicked")?);
+            }
+        }
+        while let Some(done) = running.join_next().await {
+            t.count(done.context("a request task panicked")?);
+        }
+        Ok((t, scheduled))
     }
-    let mut t = Tally::default();
-    while let Some(done) = running.join_next().await {
-        let (client, stream, outcome) = done.context("a request task panicked")?;
+}
+
+impl Tally {
+    fn count(&mut self, (client, stream, outcome): (Client, bool, Outcome)) {
         let bad = match outcome {
             Outcome::Ok => {
-                t.ok += 1;
+                self.ok += 1;
                 None
             }
             Outcome::Hung(e) => {
-                t.hung += 1;
+                self.hung += 1;
                 Some(format!("hung: {e}"))
             }
             Outcome::Status(s, body) => {
-                t.non_2xx += 1;
+                self.non_2xx += 1;
                 Some(format!("{s}: {body}"))
             }
             Outcome::ErrorEvent(body) => {
-                t.error_events += 1;
+                self.error_events += 1;
                 Some(format!("error event: {body}"))
             }
         };
-        if let Some(b) = bad.filter(|_| t.examples.len() < 10) {
-            t.examples.push(format!("{client:?} stream={stream} {}", b.chars().take(400).collect::<String>()));
+        if let Some(b) = bad.filter(|_| self.examples.len() < 10) {
+            self.examples.push(format!("{client:?} stream={stream} {}", b.chars().take(400).collect::<String>()));
         }
     }
-    Ok(t)
 }
 
 enum Outcome {

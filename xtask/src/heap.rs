@@ -22,7 +22,7 @@ use crate::{
 };
 
 /// The gateway's resident set, in KB.
-fn rss_kb(pid: u32) -> anyhow::Result<u64> {
+pub fn rss_kb(pid: u32) -> anyhow::Result<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     status
         .lines()

@@ -1,6 +1,6 @@
 //! Build orchestration without network downloads (replaces cargo-leptos
 //! and Trunk): `cargo xtask build [--release] | serve [--release] [-- ARGS]
-//! | test | e2e [-- PLAYWRIGHT ARGS] | e2e-clients | bench | chaos | heap`.
+//! | test | e2e [-- PLAYWRIGHT ARGS] | e2e-clients | bench | chaos [--seconds N] [--seed S] | heap | login-flood | soak [--minutes N]`.
 //! See ARCHITECTURE.md §3.
 
 mod bench;
@@ -9,7 +9,10 @@ mod chaos;
 mod e2e;
 mod e2e_clients;
 mod heap;
+mod login_flood;
+mod paced;
 mod postgres;
+mod soak;
 mod util;
 
 use anyhow::bail;
@@ -34,16 +37,19 @@ fn main() -> anyhow::Result<()> {
         Some("e2e") => e2e::run(&passthrough),
         Some("e2e-clients") => e2e_clients::run(),
         Some("bench") => bench::run(),
-        Some("chaos") => chaos::run(),
+        Some("chaos") => chaos::run(&chaos::Options::parse(&args)?),
         Some("heap") => heap::run(),
+        Some("login-flood") => login_flood::run(),
+        Some("soak") => soak::run(&args),
         _ => bail!(
-            "usage: cargo xtask <build [--release] | serve [--release] [-- ARGS] | test | e2e [-- ARGS] | e2e-clients | bench | chaos | heap>"
+            "usage: cargo xtask <build [--release] | serve [--release] [-- ARGS] | test | e2e [-- ARGS] | e2e-clients | bench | chaos [--seconds N] [--seed S] | heap | login-flood | soak [--minutes N]>"
         ),
     }
 }
 
 /// Everything CI checks: formatting, lints, unit + integration tests, the
-/// site build, the browser tests, a chaos run and a heap run.
+/// site build, the browser tests, a chaos run, a heap run and the login
+/// flood drill.
 fn test() -> anyhow::Result<()> {
     util::step("cargo fmt --check");
     util::run(util::cargo().args(["fmt", "--all", "--", "--check"]))?;
@@ -63,8 +69,10 @@ fn test() -> anyhow::Result<()> {
     build::site_and_server(false)?;
     util::step("browser tests");
     e2e::run(&[])?;
-    util::step("chaos run");
-    chaos::run()?;
+    util::step("chaos run (3 minutes)");
+    chaos::run(&chaos::Options { seconds: 180, seed: rand::random() })?;
     util::step("heap run");
-    heap::run()
+    heap::run()?;
+    util::step("login flood drill");
+    login_flood::run()
 }

@@ -50,3 +50,10 @@ pub fn output(cmd: &mut Command) -> anyhow::Result<String> {
 pub fn step(what: &str) {
     eprintln!("\n==> {what}");
 }
+
+/// The value after `name` on a command line (`--seconds 180`), parsed.
+pub fn flag<T: std::str::FromStr>(args: &[String], name: &str) -> anyhow::Result<Option<T>> {
+    let Some(i) = args.iter().position(|a| a == name) else { return Ok(None) };
+    let value = args.get(i + 1).with_context(|| format!("{name} needs a value"))?;
+    value.parse().map(Some).map_err(|_| anyhow::anyhow!("{name}: {value:?} is not a valid value"))
+}
