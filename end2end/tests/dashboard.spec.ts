@@ -84,3 +84,36 @@ test('every navigation page is reachable and hydrates under its Content-Security
   }
   expect(violations).toEqual([]);
 });
+
+test('a success clears the last failure banner, and a saved edit folds its form away', async ({ page }) => {
+  await login(page);
+  await page.goto('/providers');
+  await hydrated(page);
+  const form = page.getByTestId('add-connection');
+  const add = async (name: string, baseUrl: string) => {
+    await form.locator('select[name=provider]').selectOption('openai');
+    await form.locator('input[name=name]').fill(name);
+    await form.locator('input[name=api_key]').fill('sk-e2e-banner');
+    await form.locator('input[name=base_url]').fill(baseUrl);
+    await form.getByRole('button', { name: 'Add' }).click();
+  };
+  await add('e2e-banner', `${FAKE}/v1`);
+  const row = page.locator('tr', { hasText: 'e2e-banner' });
+  await expect(row.locator('[data-status]')).toHaveText('active');
+
+  // One action fails, another then succeeds: the failure's banner goes.
+  await add('e2e-banner-bad', 'not a url');
+  await expect(page.getByRole('alert')).toBeVisible();
+  await row.getByRole('button', { name: 'Test' }).click();
+  await expect(page.getByTestId('test-result')).toContainText('Test passed');
+  await expect(page.getByRole('alert')).toHaveCount(0);
+
+  const edit = row.getByTestId('edit');
+  await edit.locator('summary').click();
+  await expect(edit).toHaveAttribute('open', '');
+  await edit.locator('input[name=name]').fill('e2e-banner-renamed');
+  await edit.getByRole('button', { name: 'Save' }).click();
+  const renamed = page.locator('tr', { hasText: 'e2e-banner-renamed' });
+  await expect(renamed).toBeVisible();
+  await expect(renamed.getByTestId('edit')).not.toHaveAttribute('open', /.*/);
+});

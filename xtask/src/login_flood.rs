@@ -10,7 +10,10 @@
 //! steady p99). It fails when the flood moved the proxy's p99 by more than
 //! `FLOOD_MAX_P99_MS` (default 1 ms), when any proxied request failed, or
 //! when the flood was not throttled (argon2 ran for more than a bounded
-//! number of attempts; the rest were 429s).
+//! number of attempts; the rest were 429s). `FLOOD_PASSWORD` set to the
+//! admin password turns the drill into its own control: right passwords
+//! are never throttled, so every one reaches argon2 — what an unthrottled
+//! flood would cost.
 
 use anyhow::bail;
 use serde_json::json;
@@ -64,10 +67,11 @@ async fn measure(gw: &str, fake: &str, max_p99_ms: f64) -> anyhow::Result<()> {
         let body = json!({"model": "openai/fake-model", "messages": [{"role": "user", "content": "hi"}]});
         paced::status_of(http.post(format!("{gw}/v1/chat/completions")).json(&body))
     };
+    let password = std::env::var("FLOOD_PASSWORD").unwrap_or_else(|_| "not-the-password".into());
     let sent = AtomicUsize::new(0);
     let login = || {
         let client = &attackers[sent.fetch_add(1, Ordering::Relaxed) % attackers.len()];
-        paced::status_of(client.post(format!("{gw}/api/auth/login")).json(&json!({"password": "not-the-password"})))
+        paced::status_of(client.post(format!("{gw}/api/auth/login")).json(&json!({"password": password})))
     };
     step(&format!("{ROUNDS} rounds: proxy alone, then proxy during a login flood ({LOGINS_PER_SEC}/s)"));
     let (mut all_quiet, mut all_flood, mut logins) = (Samples::default(), Samples::default(), Samples::default());

@@ -67,21 +67,53 @@ pub fn ErrorBanner() -> impl IntoView {
     }
 }
 
-/// The error of the last run of an action, if it failed.
+/// The error of the last action to finish on a page, if it failed: a
+/// later success clears an earlier failure's banner, whichever action it
+/// was (one banner per page, never a stale one).
+#[derive(Clone, Copy)]
+pub struct LastError(RwSignal<Option<String>>);
+
+impl Default for LastError {
+    fn default() -> Self {
+        Self(RwSignal::new(None))
+    }
+}
+
+impl LastError {
+    /// Follows `action`: when it finishes, its outcome becomes the banner's.
+    pub fn track<I, O: Clone + Send + Sync + 'static>(self, action: ServerAction<I>) -> Self
+    where
+        I: server_fn::ServerFn<Output = O> + Clone + Send + Sync + 'static,
+        I::Error: Clone + Send + Sync + std::fmt::Display + 'static,
+    {
+        Effect::new(move |_| {
+            if let Some(result) = action.value().get() {
+                self.0.set(result.err().map(|e| e.to_string()));
+            }
+        });
+        self
+    }
+
+    pub fn view(self) -> impl IntoView {
+        move || {
+            self.0.get().map(|e| {
+                view! {
+                    <p role="alert" class="mb-4 p-3 rounded-md bg-red-100 text-red-800">
+                        {e}
+                    </p>
+                }
+            })
+        }
+    }
+}
+
+/// The error of the last run of the page's one action, if it failed.
 pub fn action_error<I, O: Clone + Send + Sync + 'static>(action: ServerAction<I>) -> impl IntoView
 where
     I: server_fn::ServerFn<Output = O> + Clone + Send + Sync + 'static,
     I::Error: Clone + Send + Sync + std::fmt::Display + 'static,
 {
-    move || {
-        action.value().get().and_then(|r| r.err()).map(|e| {
-            view! {
-                <p role="alert" class="mb-4 p-3 rounded-md bg-red-100 text-red-800">
-                    {e.to_string()}
-                </p>
-            }
-        })
-    }
+    LastError::default().track(action).view()
 }
 
 #[component]

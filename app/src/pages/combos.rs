@@ -8,7 +8,7 @@ use leptos::prelude::*;
 
 use crate::{
     api::{DeleteAlias, DeleteCombo, SaveAlias, SaveCombo, get_aliases, get_catalog, get_combo_status, get_combos},
-    components::{Countdown, Layout, Loading, REFRESH_TICKS, action_error, use_ticker},
+    components::{Countdown, LastError, Layout, Loading, REFRESH_TICKS, use_ticker},
     types::{
         CatalogEntry,
         alias::Alias,
@@ -34,10 +34,7 @@ pub fn CombosPage() -> impl IntoView {
     let aliases = Resource::new(move || (save_alias.version().get(), delete_alias.version().get()), |_| get_aliases());
     view! {
         <Layout title="Combos">
-            {action_error(save)}
-            {action_error(delete)}
-            {action_error(save_alias)}
-            {action_error(delete_alias)}
+            {LastError::default().track(save).track(delete).track(save_alias).track(delete_alias).view()}
             <p class="mb-4 text-sm text-slate-600">
                 "A combo is a model name your clients send (\"model\": \"coding\"); the gateway tries its targets in the order its strategy gives, skipping what is cooling, locked or behind an open breaker, until one answers."
             </p>
@@ -208,7 +205,8 @@ fn ComboTable(
             .into_any();
     }
     view! {
-        <table class="w-full bg-white rounded-md shadow-sm text-sm mb-6" data-testid="combos">
+        <div class="overflow-x-auto mb-6">
+        <table class="w-full bg-white rounded-md shadow-sm text-sm" data-testid="combos">
             <thead>
                 <tr class="text-left border-b border-slate-200">
                     <th class="p-2">"Name"</th>
@@ -250,6 +248,7 @@ fn ComboTable(
                     .collect_view()}
             </tbody>
         </table>
+        </div>
     }
     .into_any()
 }

@@ -8,7 +8,7 @@ use leptos_router::hooks::use_query_map;
 
 use crate::{
     api::{CreateKey, RevokeKey, get_connections, get_keys, take_new_key},
-    components::{BUTTON, Layout, Loading, TableHead, action_error},
+    components::{BUTTON, LastError, Layout, Loading, TableHead},
     format::timestamp,
     types::{ApiKeyView, ConnectionView, CreatedApiKey, Scope},
 };
@@ -41,8 +41,7 @@ pub fn KeysPage() -> impl IntoView {
     );
     view! {
         <Layout title="API keys">
-            {action_error(create)}
-            {action_error(revoke)}
+            {LastError::default().track(create).track(revoke).view()}
             {move || create.value().get().and_then(|r| r.ok()).map(|created| view! { <NewKey created /> })}
             <Transition fallback=|| ()>
                 {move || Suspend::new(async move { stashed.await.map(|created| view! { <NewKey created /> }) })}

@@ -8,7 +8,7 @@ use crate::{
         AddConnection, DeleteConnection, EditConnection, SetConnectionActive, TestConnection, get_catalog,
         get_connections, get_health, get_rate_limits,
     },
-    components::{Layout, Loading, StatusBadge, action_error},
+    components::{LastError, Layout, Loading, StatusBadge},
     types::{
         CatalogEntry, ConnectionView, RateLimitOverrides, format_model_concurrency,
         monitoring::QueueInfo,
@@ -127,11 +127,7 @@ pub fn ProvidersPage() -> impl IntoView {
     let actions = RowActions { edit, toggle, delete, test };
     view! {
         <Layout title="Providers">
-            {action_error(add)}
-            {action_error(edit)}
-            {action_error(toggle)}
-            {action_error(delete)}
-            {action_error(test)}
+            {LastError::default().track(add).track(edit).track(toggle).track(delete).track(test).view()}
             <TestResult test />
             <section class="mb-6 bg-white p-4 rounded-md shadow-sm">
                 <h2 class="font-semibold mb-2">"Add a connection"</h2>
@@ -276,6 +272,7 @@ fn ConnectionTable(rows: Vec<ConnectionView>, actions: RowActions, live: Live) -
         return view! { <p class="text-slate-500">"No connections yet. Add one above."</p> }.into_any();
     }
     view! {
+        <div class="overflow-x-auto">
         <table class="w-full bg-white rounded-md shadow-sm text-sm" data-testid="connections">
             <thead>
                 <tr class="text-left border-b border-slate-200">
@@ -294,6 +291,7 @@ fn ConnectionTable(rows: Vec<ConnectionView>, actions: RowActions, live: Live) -
                 {rows.into_iter().map(|c| view! { <ConnectionRow c actions live=live.clone() /> }).collect_view()}
             </tbody>
         </table>
+        </div>
     }
     .into_any()
 }
@@ -308,6 +306,13 @@ fn ConnectionRow(c: ConnectionView, actions: RowActions, live: Live) -> impl Int
         (None, _) => "never".to_owned(),
     };
     let active = c.is_active;
+    // A saved edit folds its form away again.
+    let edit_form = NodeRef::<leptos::html::Details>::new();
+    Effect::new(move |_| {
+        if let (Some(Ok(_)), Some(details)) = (actions.edit.value().get(), edit_form.get()) {
+            details.set_open(false);
+        }
+    });
     // Each form's children own their copy of the id.
     let [id_test, id_toggle, id_delete, id_edit] = std::array::from_fn(|_| c.id.clone());
     view! {
@@ -336,7 +341,7 @@ fn ConnectionRow(c: ConnectionView, actions: RowActions, live: Live) -> impl Int
                     <input type="hidden" name="id" value=id_delete />
                     <button type="submit" class=format!("{BUTTON} text-red-700")>"Delete"</button>
                 </ActionForm>
-                <details>
+                <details node_ref=edit_form data-testid="edit">
                     <summary class="cursor-pointer text-sm">"Edit"</summary>
                     <ActionForm action=actions.edit attr:class="flex flex-col gap-1 mt-1">
                         <input type="hidden" name="id" value=id_edit />
