@@ -301,13 +301,13 @@ impl<F: Finish> Relay<F> {
     /// The attempt failed: the stream goes on as a continuation where that
     /// can be joined, else it ends with an error event.
     fn fail(&mut self, end: StreamEnd) -> Next {
+        // Redacted: an upstream may echo the credential in its error text.
+        let message = self.attempt.as_ref().map_or_else(|| end.message(), |a| a.redact(&end.message()));
         if let Some(continuation) = self.continuation(&end) {
-            let why = end.message();
             self.end(end);
-            self.resuming = Some((continuation, why));
+            self.resuming = Some((continuation, message));
             return Next::Resuming;
         }
-        let message = self.attempt.as_ref().map_or_else(|| end.message(), |a| a.redact(&end.message()));
         self.end(end);
         Next::End(Some(self.error_frame(&message)))
     }
