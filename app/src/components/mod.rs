@@ -86,11 +86,16 @@ impl LastError {
         I: server_fn::ServerFn<Output = O> + Clone + Send + Sync + 'static,
         I::Error: Clone + Send + Sync + std::fmt::Display + 'static,
     {
+        // Only in the browser, where actions finish: an effect in server
+        // rendering would need a local task set it does not always have.
+        #[cfg(target_arch = "wasm32")]
         Effect::new(move |_| {
             if let Some(result) = action.value().get() {
                 self.0.set(result.err().map(|e| e.to_string()));
             }
         });
+        #[cfg(not(target_arch = "wasm32"))]
+        let _ = action;
         self
     }
 

@@ -306,8 +306,9 @@ fn ConnectionRow(c: ConnectionView, actions: RowActions, live: Live) -> impl Int
         (None, _) => "never".to_owned(),
     };
     let active = c.is_active;
-    // A saved edit folds its form away again.
+    // A saved edit folds its form away again (in the browser: see `LastError::track`).
     let edit_form = NodeRef::<leptos::html::Details>::new();
+    #[cfg(target_arch = "wasm32")]
     Effect::new(move |_| {
         if let (Some(Ok(_)), Some(details)) = (actions.edit.value().get(), edit_form.get()) {
             details.set_open(false);
