@@ -34,39 +34,7 @@ async fn binary_logs_no_secrets_and_exits_cleanly_on_sigterm() {
         ..Default::default()
     });
     let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_omniroute"))
-        .args(["serve", "--port", &port.to_string()])
-        .env("DATA_DIR", dir.path())
-        .env("INITIAL_PASSWORD", "pw-for-binary-test")
-        .env("OMNIROUTE_MANAGEMENT_KEY", MGMT_KEY)
-        .env("OMNIROUTE_LOG", "debug")
-        .env("OMNIROUTE_WORKERS", "3")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (tx, rx) = mpsc::channel::<String>();
-    for pipe in [
-        Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
-        Box::new(child.stderr.take().unwrap()),
-    ] {
-        let tx = tx.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-    }
-    drop(tx);
-    let mut output = Vec::new();
-    for line in rx.iter() {
-        let ready = line.contains("OmniRoute listening");
-        output.push(line);
-        if ready {
-            break;
-        }
-    }
+    let (mut child, port, rx, mut output) = start_binary(dir.path());
 
     let base = format!("http://127.0.0.1:{port}");
     let http = reqwest::Client::new();
@@ -245,4 +213,49 @@ async fn migrate_and_reset_password_commands_work_on_the_data_dir() {
     assert_eq!(login("a-new-admin-password").await.unwrap().status(), 200);
     assert_eq!(login(common::ADMIN_PASSWORD).await.unwrap().status(), 401);
     gw.stop().await;
+}
+
+/// Starts the binary on a free port and waits for its "listening" line;
+/// returns it, its port, its remaining log lines and those read so far.
+/// The port is free when picked but may be taken (by a parallel test's
+/// client socket) before the binary binds it: then it exits, and the next
+/// port is tried.
+fn start_binary(dir: &std::path::Path) -> (std::process::Child, u16, mpsc::Receiver<String>, Vec<String>) {
+    for _ in 0..3 {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_omniroute"))
+            .args(["serve", "--port", &port.to_string()])
+            .env("DATA_DIR", dir)
+            .env("INITIAL_PASSWORD", "pw-for-binary-test")
+            .env("OMNIROUTE_MANAGEMENT_KEY", MGMT_KEY)
+            .env("OMNIROUTE_LOG", "debug")
+            .env("OMNIROUTE_WORKERS", "3")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (tx, rx) = mpsc::channel::<String>();
+        for pipe in [
+            Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+            Box::new(child.stderr.take().unwrap()),
+        ] {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                    let _ = tx.send(line);
+                }
+            });
+        }
+        drop(tx);
+        let mut output = Vec::new();
+        for line in rx.iter() {
+            let ready = line.contains("OmniRoute listening");
+            output.push(line);
+            if ready {
+                return (child, port, rx, output);
+            }
+        }
+        let _ = child.wait();
+    }
+    panic!("the binary did not start on three free ports");
 }
