@@ -1,13 +1,16 @@
 //! Micro-benchmark of the combo strategies (run by `cargo xtask bench`):
 //! ns to order 20 targets, per strategy, with per-target statistics and
-//! the strategies' memory as a busy combo has them. Prints one JSON line.
+//! the strategies' memory as a busy combo has them, model facts for most
+//! and rate-limit windows for two thirds of them. Prints one JSON line.
 
 use app::types::combo::Strategy;
 use rand::{SeedableRng, rngs::StdRng};
 use server::routing::{
     combo_state::{ComboState, TargetStats},
+    quota::Quota,
     strategies::{self, Candidate},
 };
+use server::upstream::model_facts::ModelFacts;
 use std::hint::black_box;
 use tokio::time::Instant;
 
@@ -22,6 +25,16 @@ fn main() {
             weight: (i as u32 * 7) % 101,
             eligible: i % 5 != 0,
             stats: TargetStats { requests: 100 + i as u64, successes: 90, latency_ms_total: 45_000 },
+            facts: (i % 4 != 0).then(|| ModelFacts {
+                context_window: 128_000 * (i as u32 % 5 + 1),
+                input_price: 0.25 * (i % 6) as f64,
+                output_price: 2.0,
+            }),
+            quota: (i % 3 != 0).then(|| Quota {
+                windows: vec![((i % 10) as f64 / 10.0, Some(60_000 * (i as u64 % 7))), (0.3, None)],
+                age_ms: 1_000,
+            }),
+            in_flight: i as u32 % 3,
             ..Candidate::default()
         })
         .collect();

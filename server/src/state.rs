@@ -41,6 +41,8 @@ pub struct AppState {
     pub aliases: crate::routing::aliases::AliasRegistry,
     /// What the combo strategies remember between requests.
     pub combo_states: crate::routing::combo_state::ComboStates,
+    /// The accounts' quotas as the upstreams' rate-limit headers report them.
+    pub quotas: crate::routing::quota::HeaderQuotas,
     /// Write-behind storage of the engine's breakers and connection health.
     pub resilience_store: ResilienceStore,
     /// The last `GET /api/monitoring/health` report and when it was built.

@@ -38,10 +38,25 @@ pub enum Strategy {
     LeastUsed,
     /// The provider (and account) that served this combo last, first.
     Lkgp,
+    /// The cheapest model first, by its list price per input token.
+    CostOptimized,
+    /// The model with the largest context window first.
+    ContextOptimized,
+    /// One target per account; the account whose upstream quota window
+    /// resets soonest first.
+    ResetWindow,
+    /// One target per account; the most quota left, weighed with how soon
+    /// it resets, first.
+    ResetAware,
+    /// One target per account; the account furthest from its limit first.
+    Headroom,
+    /// One target per account, drawn in proportion to its quota left and
+    /// divided by its requests in flight.
+    QuotaWeighted,
 }
 
 impl Strategy {
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 15] = [
         Self::Priority,
         Self::Weighted,
         Self::RoundRobin,
@@ -51,6 +66,12 @@ impl Strategy {
         Self::StrictRandom,
         Self::LeastUsed,
         Self::Lkgp,
+        Self::CostOptimized,
+        Self::ContextOptimized,
+        Self::ResetWindow,
+        Self::ResetAware,
+        Self::Headroom,
+        Self::QuotaWeighted,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -64,6 +85,12 @@ impl Strategy {
             Self::StrictRandom => "strict-random",
             Self::LeastUsed => "least-used",
             Self::Lkgp => "lkgp",
+            Self::CostOptimized => "cost-optimized",
+            Self::ContextOptimized => "context-optimized",
+            Self::ResetWindow => "reset-window",
+            Self::ResetAware => "reset-aware",
+            Self::Headroom => "headroom",
+            Self::QuotaWeighted => "quota-weighted",
         }
     }
 
@@ -87,6 +114,24 @@ impl Strategy {
             Self::StrictRandom => "A shuffled deck: every target leads exactly once per round, never twice in a row.",
             Self::LeastUsed => "Leads with the target that has served the fewest requests so far.",
             Self::Lkgp => "Leads with the provider that served this combo last (last known good), then as listed.",
+            Self::CostOptimized => {
+                "Cheapest model first, by its list price per input token; models without a known price last."
+            }
+            Self::ContextOptimized => {
+                "Largest context window first; models without a known window last. It does not look at the request's size."
+            }
+            Self::ResetWindow => {
+                "Tries every account of each target, the one whose rate-limit window resets soonest first (from the upstream's rate-limit headers)."
+            }
+            Self::ResetAware => {
+                "Tries every account of each target, the one with the most quota left first, favouring a nearly used one that resets soon."
+            }
+            Self::Headroom => {
+                "Tries every account of each target, the one furthest from its rate limit first; accounts not yet seen count as untouched."
+            }
+            Self::QuotaWeighted => {
+                "Tries every account of each target, leading with one drawn in proportion to its quota left and its requests in flight."
+            }
         }
     }
 }

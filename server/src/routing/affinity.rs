@@ -15,7 +15,9 @@
 //! connection evicts the pin. A pin expires `sessionAffinityTtlMs` after
 //! its last use (a shorter TTL saved later applies at once); expired pins
 //! are dropped when read. A provider with one usable connection pins
-//! nothing: there is nothing to choose.
+//! nothing: there is nothing to choose — nor does a combo whose strategy
+//! ranks accounts: its plan makes one target per connection, so the
+//! strategy, not the session, chooses the account.
 
 use dashmap::DashMap;
 use sha2::{Digest, Sha256};

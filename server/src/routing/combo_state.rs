@@ -37,6 +37,8 @@ pub struct ComboState {
     pub rotation: Rotation,
     pub deck: Deck,
     pub last_good: Option<LastGood>,
+    /// Whose turn it is among tied accounts (`reset-window`, `reset-aware`).
+    pub tie_turn: usize,
     pub targets: std::collections::HashMap<String, TargetStats>,
 }
 

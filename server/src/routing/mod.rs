@@ -6,6 +6,7 @@ pub mod aliases;
 pub mod combo_state;
 pub mod combos;
 pub mod leases;
+pub mod quota;
 pub mod registry;
 pub mod resolve;
 pub mod strategies;

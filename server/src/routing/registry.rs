@@ -6,7 +6,14 @@
 use app::types::connection::RateLimitOverrides;
 use arc_swap::ArcSwap;
 use sea_orm::{DatabaseConnection, DbErr};
-use std::{collections::HashMap, fmt, sync::Arc};
+use std::{
+    collections::HashMap,
+    fmt,
+    sync::{
+        Arc,
+        atomic::{AtomicU32, Ordering},
+    },
+};
 
 use crate::{
     auth::secrets::SecretBox,
@@ -45,6 +52,18 @@ pub struct LiveConnection {
     pub disable_cooling: bool,
     /// Its concurrency and rate limits (SPEC §R4, §R5).
     pub limits: ConnectionLimits,
+    /// Attempts on it now; carried over when the registry is rebuilt.
+    in_flight: Arc<AtomicU32>,
+}
+
+/// One attempt in flight on a connection, counted until dropped.
+#[derive(Debug)]
+pub struct InFlight(Arc<AtomicU32>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// A connection's own limits, from its row.
@@ -73,7 +92,19 @@ impl LiveConnection {
             oauth: false,
             disable_cooling: false,
             limits: ConnectionLimits::default(),
+            in_flight: Arc::default(),
         }
+    }
+
+    /// Counts an attempt on it until the returned guard is dropped.
+    pub fn begin_attempt(&self) -> InFlight {
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        InFlight(self.in_flight.clone())
+    }
+
+    /// Attempts on it now.
+    pub fn in_flight(&self) -> u32 {
+        self.in_flight.load(Ordering::Relaxed)
     }
 
     /// `text` without any part of this connection's credential
@@ -152,6 +183,7 @@ impl ConnectionRegistry {
     /// with a warning (never with the secret).
     pub async fn reload(&self, db: &DatabaseConnection, secrets: &SecretBox) -> Result<(), DbErr> {
         let mut live = Vec::new();
+        let before = self.snapshot();
         for row in connections::list(db, None).await? {
             if !row.is_active {
                 continue;
@@ -172,7 +204,10 @@ impl ConnectionRegistry {
                 tracing::warn!(connection_id = %row.id, "connection without a usable base URL skipped");
                 continue;
             };
-            let conn = LiveConnection::new(row.id.clone(), provider, base_url, credential).with_policy(&row);
+            let mut conn = LiveConnection::new(row.id.clone(), provider, base_url, credential).with_policy(&row);
+            if let Some(old) = before.connection(&row.id) {
+                conn.in_flight = old.in_flight.clone();
+            }
             live.push(conn);
         }
         // Rows arrive in routing order already; grouping keeps it.

@@ -98,6 +98,7 @@ pub async fn update(state: &AppState, id: &str, input: UpdateConnection) -> Resu
         row.credential_suffix = Some(mask_secret(secret));
         // New credentials end any cooldown or terminal state of the old ones.
         state.engine.clear_connection(&row.id, true);
+        state.quotas.forget(&row.id);
         row = live(state, row);
     }
     if let Some(url) = input.base_url {
@@ -136,6 +137,7 @@ pub async fn delete(state: &AppState, id: &str) -> Result<(), ServiceError> {
         return Err(ServiceError::NotFound("connection"));
     }
     state.connections.reload(&state.db, &state.secrets).await?;
+    state.quotas.forget(id);
     tracing::info!(connection_id = %id, "connection deleted");
     Ok(())
 }

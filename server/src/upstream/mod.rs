@@ -7,6 +7,7 @@ mod connector;
 pub mod executor;
 #[cfg(test)]
 pub mod fake;
+pub mod model_facts;
 
 use bytes::Bytes;
 use futures_util::future::BoxFuture;

@@ -26,7 +26,10 @@ use crate::{
         breaker::BreakerConfig,
         engine::{AttemptFailure, Outcome, Probe},
     },
-    routing::{affinity::PinKey, registry::LiveConnection},
+    routing::{
+        affinity::PinKey,
+        registry::{InFlight, LiveConnection},
+    },
     state::AppState,
 };
 
@@ -60,6 +63,8 @@ pub struct AttemptGuard {
     /// The request's session on this provider (SPEC §R2.2): pinned here
     /// when the attempt serves, unpinned on a 429 or a terminal error.
     pin: Option<PinKey>,
+    /// Counts it among the connection's attempts in flight.
+    _in_flight: InFlight,
 }
 
 impl AttemptGuard {
@@ -81,6 +86,7 @@ impl AttemptGuard {
             record: Some(record),
             slots,
             pin: t.pin,
+            _in_flight: conn.begin_attempt(),
         }
     }
 

@@ -407,6 +407,7 @@ async fn attempt(state: &Arc<AppState>, call: &Call<'_>, mut guard: AttemptGuard
     };
     record_egress(state, &mut guard, &resp);
     queue::follow(&guard, resp.headers());
+    state.quotas.observe(&conn.id, &call.target.model, resp.headers(), state.engine.now());
     if !resp.status().is_success() {
         return error_status(state, call, guard, resp, deadline).await;
     }

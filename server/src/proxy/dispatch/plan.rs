@@ -2,19 +2,25 @@
 //! model is a plan of one target; a combo lists its targets — a nested
 //! combo's targets in its place — in the order its strategy gives
 //! (`routing::strategies`). A target that names no known provider stays
-//! in the plan, to be reported as skipped.
+//! in the plan, to be reported as skipped. For a strategy that ranks
+//! accounts, each target not pinned to a connection becomes one target per
+//! connection the request may use, pinned to it (`key@connection`), so
+//! the strategy orders accounts across the whole combo.
 
 use app::types::combo::{Combo, ComboTarget, MAX_COMBO_DEPTH, Strategy};
 use std::sync::Arc;
 
 use crate::{
+    auth::api_keys::KeyEntry,
     resilience::{breaker::BreakerState, engine},
     routing::{
+        quota::{Quota, QuotaSource},
         registry::Snapshot,
         resolve::{self, Target},
         strategies::{self, Candidate, Health},
     },
     state::AppState,
+    upstream::model_facts,
 };
 
 /// One target of the plan.
@@ -48,13 +54,17 @@ impl Plan {
         Self { combo: None, targets: vec![planned] }
     }
 
-    /// The combo's targets in its strategy's order.
-    pub fn combo(combo: Arc<Combo>, snapshot: &Snapshot, state: &AppState) -> Self {
+    /// The combo's targets in its strategy's order; `key` is the API key
+    /// the request came with (whose allow-list bounds the accounts).
+    pub fn combo(combo: Arc<Combo>, snapshot: &Snapshot, state: &AppState, key: Option<&KeyEntry>) -> Self {
         let mut targets: Vec<Planned> = combo_targets(state, &combo)
             .into_iter()
             .enumerate()
             .map(|(i, (key, t))| planned(i, key, t, snapshot))
             .collect();
+        if strategies::per_account(combo.strategy) {
+            targets = targets.into_iter().flat_map(|p| per_account(p, snapshot, key)).collect();
+        }
         if combo.strategy != Strategy::Priority {
             let order = strategy_order(&combo, &targets, snapshot, state);
             let mut slots: Vec<Option<Planned>> = targets.into_iter().map(Some).collect();
@@ -104,6 +114,32 @@ fn flatten(
     }
 }
 
+/// One target per connection the request may use of an unpinned target
+/// (the target itself when it has none, or is pinned).
+fn per_account(p: Planned, snapshot: &Snapshot, key: Option<&KeyEntry>) -> Vec<Planned> {
+    let Some(target) = p.target.as_ref().filter(|_| p.pinned.is_none()) else { return vec![p] };
+    let accounts: Vec<&str> = snapshot
+        .candidates(target.provider.id)
+        .iter()
+        .filter(|c| key.is_none_or(|k| k.may_use(&c.id)))
+        .map(|c| c.id.as_str())
+        .collect();
+    if accounts.is_empty() {
+        return vec![p];
+    }
+    accounts
+        .into_iter()
+        .map(|id| Planned {
+            spec: p.spec.clone(),
+            key: format!("{}@{id}", p.key),
+            index: p.index,
+            weight: p.weight,
+            target: p.target.clone(),
+            pinned: Some(id.to_owned()),
+        })
+        .collect()
+}
+
 fn planned(index: usize, key: String, t: ComboTarget, snapshot: &Snapshot) -> Planned {
     Planned {
         target: resolve::resolve(&t.model, snapshot).ok(),
@@ -121,6 +157,8 @@ fn strategy_order(combo: &Combo, targets: &[Planned], snapshot: &Snapshot, state
     let memory = state.combo_states.of(&combo.name);
     let mut memory = memory.lock();
     let eligibility = strategies::needs_eligibility(combo.strategy);
+    let accounts = strategies::per_account(combo.strategy);
+    let now = state.engine.now();
     let candidates: Vec<Candidate> = targets
         .iter()
         .map(|p| {
@@ -139,10 +177,19 @@ fn strategy_order(combo: &Combo, targets: &[Planned], snapshot: &Snapshot, state
                 health,
                 eligible: eligibility && health != Health::Open && usable(state, snapshot, p),
                 stats: memory.targets.get(&p.key).copied().unwrap_or_default(),
+                facts: p.target.as_ref().and_then(|t| model_facts::of(&t.model)),
+                quota: accounts.then(|| account_quota(state, p, now)).flatten(),
+                in_flight: p.pinned.as_deref().and_then(|c| snapshot.connection(c)).map_or(0, |c| c.in_flight()),
             }
         })
         .collect();
     strategies::order(combo.strategy, &candidates, &mut memory, &mut rand::thread_rng())
+}
+
+/// The quota of a one-account target's account, if reported.
+fn account_quota(state: &AppState, p: &Planned, now: i64) -> Option<Quota> {
+    let source: &dyn QuotaSource = &state.quotas;
+    source.quota(p.pinned.as_deref()?, &p.target.as_ref()?.model, now)
 }
 
 /// Whether some connection of the target could serve it now.

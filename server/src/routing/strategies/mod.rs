@@ -9,23 +9,35 @@
 //! [`super::combo_state`]; a strategy reads it and returns the order, and
 //! the dispatch loop reports back what served.
 
+mod context_optimized;
+mod cost_optimized;
 mod fill_first;
+mod headroom;
 mod least_used;
 mod lkgp;
 mod p2c;
 mod priority;
+mod quota_weighted;
 mod random;
+mod reset_aware;
+mod reset_window;
 pub mod round_robin;
 pub mod strict_random;
 mod weighted;
 
+#[cfg(test)]
+mod quota_tests;
 #[cfg(test)]
 mod tests;
 
 use app::types::combo::Strategy;
 use rand::Rng;
 
-use super::combo_state::{ComboState, TargetStats};
+use super::{
+    combo_state::{ComboState, TargetStats},
+    quota::Quota,
+};
+use crate::upstream::model_facts::ModelFacts;
 
 /// A provider breaker as a strategy sees it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -53,12 +65,35 @@ pub struct Candidate {
     pub eligible: bool,
     /// Its requests through this combo so far.
     pub stats: TargetStats,
+    /// Its model's context window and price, if known.
+    pub facts: Option<ModelFacts>,
+    /// Its account's quota, for a target of one account; `None`: unknown.
+    pub quota: Option<Quota>,
+    /// Attempts in flight on its account, for a target of one account.
+    pub in_flight: u32,
 }
 
 /// Whether `strategy` reads [`Candidate::eligible`] (it costs a lookup per
 /// target and connection).
 pub fn needs_eligibility(strategy: Strategy) -> bool {
-    matches!(strategy, Strategy::Weighted)
+    matches!(strategy, Strategy::Weighted | Strategy::QuotaWeighted)
+}
+
+/// Whether `strategy` ranks accounts: the plan then makes one target per
+/// connection of each target that is not pinned to one (the reference's
+/// per-account expansion).
+pub fn per_account(strategy: Strategy) -> bool {
+    matches!(strategy, Strategy::ResetWindow | Strategy::ResetAware | Strategy::Headroom | Strategy::QuotaWeighted)
+}
+
+/// Lets the leading entries of `order` for which `tied` holds take turns:
+/// they are rotated left by one more place on each call.
+fn rotate_leading_ties(order: &mut [usize], tied: impl Fn(usize) -> bool, turn: &mut usize) {
+    let band = order.iter().take_while(|&&i| tied(i)).count();
+    if band > 1 {
+        order[..band].rotate_left(*turn % band);
+        *turn = turn.wrapping_add(1);
+    }
 }
 
 /// The attempt order of `targets`: a permutation of their indexes.
@@ -74,5 +109,11 @@ pub fn order(strategy: Strategy, targets: &[Candidate], state: &mut ComboState, 
         Strategy::StrictRandom => strict_random::order(targets, &mut state.deck, rng),
         Strategy::LeastUsed => least_used::order(targets),
         Strategy::Lkgp => lkgp::order(targets, state.last_good.as_ref()),
+        Strategy::CostOptimized => cost_optimized::order(targets),
+        Strategy::ContextOptimized => context_optimized::order(targets),
+        Strategy::ResetWindow => reset_window::order(targets, &mut state.tie_turn),
+        Strategy::ResetAware => reset_aware::order(targets, &mut state.tie_turn),
+        Strategy::Headroom => headroom::order(targets),
+        Strategy::QuotaWeighted => quota_weighted::order(targets, rng),
     }
 }

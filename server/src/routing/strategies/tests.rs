@@ -3,7 +3,13 @@ use proptest::prelude::*;
 use rand::{SeedableRng, rngs::StdRng};
 
 use super::*;
-use crate::routing::combo_state::{ComboState, LastGood};
+use crate::{
+    routing::{
+        combo_state::{ComboState, LastGood},
+        quota::Quota,
+    },
+    upstream::model_facts::ModelFacts,
+};
 
 fn targets(n: usize) -> Vec<Candidate> {
     (0..n)
@@ -41,10 +47,15 @@ proptest! {
         seed in any::<u64>(),
         weights in proptest::collection::vec(0u32..=100, 12),
         eligible in proptest::collection::vec(any::<bool>(), 12),
+        quotas in proptest::collection::vec(proptest::option::of((0.0f64..=1.0, proptest::option::of(0u64..100_000))), 12),
+        facts in proptest::collection::vec(proptest::option::of((1u32..2_000_000, 0.01f64..100.0)), 12),
     ) {
         let mut t = with_weights(&weights[..n]);
-        for (c, e) in t.iter_mut().zip(&eligible) {
-            c.eligible = *e;
+        for (i, c) in t.iter_mut().enumerate() {
+            c.eligible = eligible[i];
+            c.quota = quotas[i].map(|(used, reset)| Quota { windows: vec![(used, reset)], age_ms: reset.unwrap_or(0) * 10 });
+            c.facts = facts[i].map(|(context_window, input_price)| ModelFacts { context_window, input_price, output_price: input_price });
+            c.in_flight = weights[i] % 4;
         }
         for strategy in Strategy::ALL {
             let run = || {
@@ -156,4 +167,26 @@ fn lkgp_leads_with_what_served_last() {
     assert_eq!(order(Strategy::Lkgp, &t, &mut state, &mut rng), [2, 0, 1, 3]);
     state.last_good = Some(LastGood { provider: "p1".into(), key: "gone".into() });
     assert_eq!(order(Strategy::Lkgp, &t, &mut state, &mut rng), [1, 0, 2, 3], "else the provider's first target");
+}
+
+fn with_facts(facts: &[Option<(u32, f64)>]) -> Vec<Candidate> {
+    let mut t = targets(facts.len());
+    for (c, f) in t.iter_mut().zip(facts) {
+        c.facts = f.map(|(context_window, input_price)| ModelFacts { context_window, input_price, output_price: 0.0 });
+    }
+    t
+}
+
+#[test]
+fn cost_optimized_leads_with_the_cheapest_and_puts_unknown_prices_last() {
+    let t = with_facts(&[Some((128_000, 2.5)), None, Some((1_000_000, 0.1)), Some((200_000, 2.5)), Some((8_000, 0.3))]);
+    let o = order(Strategy::CostOptimized, &t, &mut ComboState::default(), &mut StdRng::seed_from_u64(1));
+    assert_eq!(o, [2, 4, 0, 3, 1], "equal prices keep the listed order");
+}
+
+#[test]
+fn context_optimized_leads_with_the_largest_window_and_puts_unknown_windows_last() {
+    let t = with_facts(&[Some((128_000, 2.5)), None, Some((1_000_000, 0.1)), Some((128_000, 0.3))]);
+    let o = order(Strategy::ContextOptimized, &t, &mut ComboState::default(), &mut StdRng::seed_from_u64(1));
+    assert_eq!(o, [2, 0, 3, 1]);
 }

@@ -1,0 +1,101 @@
+//! The per-account strategies, on quotas as the upstreams report them.
+
+use app::types::combo::Strategy;
+use rand::{SeedableRng, rngs::StdRng};
+
+use super::*;
+use crate::routing::{combo_state::ComboState, quota::Quota};
+
+const MIN: u64 = 60_000;
+
+/// Accounts with these quotas: `(share used, ms to reset)`, `None` unknown.
+fn accounts(quotas: &[Option<(f64, Option<u64>)>]) -> Vec<Candidate> {
+    quotas
+        .iter()
+        .enumerate()
+        .map(|(i, q)| Candidate {
+            key: format!("0:p/m@c{i}"),
+            provider: "p".into(),
+            eligible: true,
+            quota: q.map(|(used, reset)| Quota { windows: vec![(used, reset)], age_ms: 0 }),
+            ..Candidate::default()
+        })
+        .collect()
+}
+
+fn once(strategy: Strategy, t: &[Candidate]) -> Vec<usize> {
+    order(strategy, t, &mut ComboState::default(), &mut StdRng::seed_from_u64(5))
+}
+
+#[test]
+fn reset_window_leads_with_the_soonest_reset_and_puts_unknown_and_used_up_last() {
+    let t = accounts(&[Some((0.2, Some(50 * MIN))), None, Some((0.9, Some(5 * MIN))), Some((1.0, Some(MIN)))]);
+    assert_eq!(once(Strategy::ResetWindow, &t), [2, 0, 1, 3]);
+}
+
+#[test]
+fn reset_window_accounts_resetting_within_a_minute_of_each_other_take_turns() {
+    let t = accounts(&[Some((0.5, Some(10 * MIN))), Some((0.5, Some(10 * MIN + 30_000))), Some((0.5, Some(30 * MIN)))]);
+    let (mut state, mut rng) = (ComboState::default(), StdRng::seed_from_u64(1));
+    let orders: Vec<Vec<usize>> = (0..4).map(|_| order(Strategy::ResetWindow, &t, &mut state, &mut rng)).collect();
+    assert_eq!(orders, [[0, 1, 2], [1, 0, 2], [0, 1, 2], [1, 0, 2]]);
+}
+
+#[test]
+fn reset_aware_spends_an_account_about_to_reset_before_one_that_must_last() {
+    // Half used, renewed in 6 days; used up; unknown; 90 % used but renewed in a minute.
+    let t = accounts(&[Some((0.5, Some(6 * 1440 * MIN))), Some((1.0, Some(MIN))), None, Some((0.9, Some(MIN)))]);
+    assert_eq!(once(Strategy::ResetAware, &t), [3, 2, 0, 1]);
+    let scores: Vec<f64> = t.iter().map(|c| reset_aware::score(c.quota.as_ref())).collect();
+    assert!((scores[3] - 0.557).abs() < 0.001 && (scores[0] - 0.243).abs() < 0.001, "{scores:?}");
+    // Nearly empty: below 10 % left the score is cut in proportion.
+    let low = reset_aware::score(Some(&Quota { windows: vec![(0.95, Some(MIN))], age_ms: 0 }));
+    let high = reset_aware::score(Some(&Quota { windows: vec![(0.9, Some(MIN))], age_ms: 0 }));
+    assert!(low < high / 1.5, "{low} vs {high}");
+}
+
+#[test]
+fn headroom_leads_with_the_account_furthest_from_its_limit_and_unknown_first() {
+    let t = accounts(&[Some((0.7, None)), Some((0.2, None)), None, Some((1.0, Some(MIN))), Some((0.2, Some(MIN)))]);
+    assert_eq!(once(Strategy::Headroom, &t), [2, 1, 4, 0, 3]);
+}
+
+/// How often each account leads quota-weighted over `runs` draws.
+fn quota_heads(t: &[Candidate], runs: usize) -> Vec<usize> {
+    let (mut state, mut rng) = (ComboState::default(), StdRng::seed_from_u64(9));
+    let mut count = vec![0; t.len()];
+    for _ in 0..runs {
+        count[order(Strategy::QuotaWeighted, t, &mut state, &mut rng)[0]] += 1;
+    }
+    count
+}
+
+#[test]
+fn quota_weighted_draws_by_score_over_requests_in_flight() {
+    let t = accounts(&[Some((0.0, None)), Some((0.8, None))]);
+    let s: Vec<f64> = t.iter().map(|c| reset_aware::score(c.quota.as_ref())).collect();
+    let expected = s[0] / (s[0] + s[1]);
+    let count = quota_heads(&t, 10_000);
+    assert!((count[0] as f64 / 10_000.0 - expected).abs() < 0.02, "{count:?} against {expected}");
+    // The same two with the first busy on three attempts: its weight is a quarter.
+    let mut busy = t.clone();
+    busy[0].in_flight = 3;
+    let expected = s[0] / 4.0 / (s[0] / 4.0 + s[1]);
+    let count = quota_heads(&busy, 10_000);
+    assert!((count[0] as f64 / 10_000.0 - expected).abs() < 0.02, "{count:?} against {expected}");
+}
+
+#[test]
+fn quota_weighted_leads_with_fresh_roomy_accounts_and_puts_used_up_and_excluded_last() {
+    // Used up; excluded by the gates; 99.5 % used (under the 1 % floor); fresh.
+    let mut t = accounts(&[Some((1.0, Some(MIN))), Some((0.1, None)), Some((0.995, None)), Some((0.5, None))]);
+    t[1].eligible = false;
+    assert_eq!(quota_heads(&t, 500), [0, 0, 0, 500]);
+    assert_eq!(once(Strategy::QuotaWeighted, &t), [3, 2, 0, 1], "then the floor pool, then the rest as listed");
+    // A report older than 10 minutes is drawn from only when nothing fresh is left.
+    let mut stale = accounts(&[Some((0.1, None)), Some((0.5, None))]);
+    stale[0].quota.as_mut().unwrap().age_ms = 11 * MIN;
+    assert_eq!(quota_heads(&stale, 500), [0, 500]);
+    stale[1].eligible = false;
+    assert_eq!(quota_heads(&stale, 500), [500, 0]);
+}
