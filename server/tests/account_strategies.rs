@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{Gateway, chat_body, v1};
+use common::{Gateway, chat_body, chat_keys, v1};
 use fake_upstream::{FakeUpstream, Rule};
 use reqwest::Method;
 use serde_json::json;
@@ -18,15 +18,6 @@ async fn combo(gw: &Gateway, strategy: &str, models: &[&str]) {
     let body = json!({"name": "pick", "strategy": strategy, "targets": targets});
     let resp = gw.api(Method::POST, "/api/combos").json(&body).send().await.unwrap();
     assert_eq!(resp.status(), 201, "{}", resp.text().await.unwrap());
-}
-
-/// The credential of each chat request the fake got, in order.
-fn keys(fake: &FakeUpstream) -> Vec<String> {
-    fake.requests()
-        .iter()
-        .filter(|r| r.path.starts_with("/v1/chat"))
-        .map(|r| r.headers["authorization"].trim_start_matches("Bearer ").to_owned())
-        .collect()
 }
 
 async fn send(gw: &Gateway, n: usize) {
@@ -44,13 +35,13 @@ async fn cost_and_context_optimized_lead_by_the_model_facts() {
     // gpt-4o costs 2.50 $/M input, deepseek-chat 0.28: the cheaper leads.
     combo(&gw, "cost-optimized", &["openai/gpt-4o", "deepseek/deepseek-chat"]).await;
     send(&gw, 2).await;
-    assert_eq!(keys(&fake), ["sk-d", "sk-d"]);
+    assert_eq!(chat_keys(&fake), ["sk-d", "sk-d"]);
     // gpt-4.1 has a 1M-token window, deepseek-chat 128k: the larger leads.
     let body = json!({"name": "pick", "strategy": "context-optimized", "targets": [{"model": "deepseek/deepseek-chat"}, {"model": "openai/gpt-4.1"}]});
     let resp = gw.api(Method::PUT, "/api/combos/pick").json(&body).send().await.unwrap();
     assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
     send(&gw, 1).await;
-    assert_eq!(keys(&fake)[2], "sk-o");
+    assert_eq!(chat_keys(&fake)[2], "sk-o");
 }
 
 /// OpenAI's rate-limit headers: `remaining` of 100 requests, reset after `reset`.
@@ -84,7 +75,7 @@ async fn headroom_moves_to_the_account_furthest_from_its_limit_once_it_has_seen_
     send(&gw, 4).await;
     // Both unknown: as listed. Then the unseen account (counted untouched),
     // then the one with 90 % left, every time.
-    assert_eq!(keys(&fake), ["sk-a", "sk-b", "sk-b", "sk-b"]);
+    assert_eq!(chat_keys(&fake), ["sk-a", "sk-b", "sk-b", "sk-b"]);
 }
 
 #[tokio::test]
@@ -102,5 +93,5 @@ async fn reset_window_leads_with_the_account_whose_window_resets_soonest() {
         ..Rule::default()
     });
     send(&gw, 3).await;
-    assert_eq!(keys(&fake), ["sk-a", "sk-b", "sk-b", "sk-b"]);
+    assert_eq!(chat_keys(&fake), ["sk-a", "sk-b", "sk-b", "sk-b"]);
 }

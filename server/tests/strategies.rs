@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{Gateway, chat_body, v1};
+use common::{Gateway, chat_body, chat_keys, v1};
 use fake_upstream::{FakeUpstream, Rule};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -26,15 +26,6 @@ async fn two_targets(strategy: &str, weights: [u32; 2], config: Value) -> (FakeU
     (fake, gw)
 }
 
-/// Which key each chat request reached the fake with, in order.
-fn keys(fake: &FakeUpstream) -> Vec<String> {
-    fake.requests()
-        .iter()
-        .filter(|r| r.path.starts_with("/v1/chat"))
-        .map(|r| r.headers["authorization"].trim_start_matches("Bearer ").to_owned())
-        .collect()
-}
-
 async fn send(gw: &Gateway, n: usize) {
     for _ in 0..n {
         let resp = gw.chat(chat_body("spread", false), None).await;
@@ -46,14 +37,14 @@ async fn send(gw: &Gateway, n: usize) {
 async fn round_robin_alternates_between_the_targets() {
     let (fake, gw) = two_targets("round-robin", [0, 0], json!({})).await;
     send(&gw, 6).await;
-    assert_eq!(keys(&fake), ["sk-o", "sk-d", "sk-o", "sk-d", "sk-o", "sk-d"]);
+    assert_eq!(chat_keys(&fake), ["sk-o", "sk-d", "sk-o", "sk-d", "sk-o", "sk-d"]);
 }
 
 #[tokio::test]
 async fn weighted_sends_traffic_in_proportion() {
     let (fake, gw) = two_targets("weighted", [90, 10], json!({})).await;
     send(&gw, 200).await;
-    let to_first = keys(&fake).iter().filter(|k| *k == "sk-o").count();
+    let to_first = chat_keys(&fake).iter().filter(|k| *k == "sk-o").count();
     assert!((160..=195).contains(&to_first), "90:10 over 200 requests sent {to_first} to the first");
 }
 
@@ -64,13 +55,17 @@ async fn lkgp_stays_on_the_target_that_served_after_a_failover() {
     gw.without_cooldowns().await;
     fake.push_rule(Rule { api_key: Some("sk-o".into()), status: Some(500), times: Some(1), ..Rule::default() });
     send(&gw, 3).await;
-    assert_eq!(keys(&fake), ["sk-o", "sk-d", "sk-d", "sk-d"], "after the failover the first target is not retried");
+    assert_eq!(
+        chat_keys(&fake),
+        ["sk-o", "sk-d", "sk-d", "sk-d"],
+        "after the failover the first target is not retried"
+    );
     // Under priority the same failover leads with the first target again.
     let (fake, gw) = two_targets("priority", [0, 0], json!({})).await;
     gw.without_cooldowns().await;
     fake.push_rule(Rule { api_key: Some("sk-o".into()), status: Some(500), times: Some(1), ..Rule::default() });
     send(&gw, 2).await;
-    assert_eq!(keys(&fake), ["sk-o", "sk-d", "sk-o"]);
+    assert_eq!(chat_keys(&fake), ["sk-o", "sk-d", "sk-o"]);
 }
 
 #[tokio::test]
@@ -84,7 +79,7 @@ async fn a_combo_that_runs_out_of_time_answers_combo_timeout_without_trying_furt
     assert_eq!(body["error"]["code"], "COMBO_TIMEOUT", "{body}");
     assert_eq!(body["error"]["type"], "server_error");
     assert_eq!(body["error"]["message"], "Combo global timeout (300ms) after 1/2 targets | tried: openai (503)");
-    assert_eq!(keys(&fake), ["sk-o"], "the second target was not tried");
+    assert_eq!(chat_keys(&fake), ["sk-o"], "the second target was not tried");
     // The config is stored with the combo.
     let dir = gw.stop().await;
     let gw = Gateway::start_in(dir).await;
@@ -107,7 +102,7 @@ async fn a_combo_may_name_a_combo_whose_targets_take_its_place() {
     assert_eq!(save(&gw, "outer", json!([{"model": "openai/gpt-4o-mini"}, {"model": "inner"}])).await.0, 200);
     fake.push_rule(Rule { api_key: Some("sk-o".into()), status: Some(503), times: Some(1), ..Rule::default() });
     assert_eq!(gw.chat(chat_body("outer", false), None).await.status(), 200);
-    assert_eq!(keys(&fake), ["sk-o", "sk-d"], "the nested combo's target served after the first failed");
+    assert_eq!(chat_keys(&fake), ["sk-o", "sk-d"], "the nested combo's target served after the first failed");
     // No cycles, at most three deep, and a named combo stays while named.
     let (status, body) = save(&gw, "inner", json!([{"model": "outer"}])).await;
     assert_eq!((status, &body["error"]["details"][0]["field"]), (400, &json!("targets.0.model")), "{body}");

@@ -241,6 +241,11 @@ impl ClientRequest {
     }
 
     /// The request in the internal representation (read once).
+    /// How many tools the request declares (read on first need).
+    pub fn tool_count(&self) -> usize {
+        self.ir().map_or(0, |r| r.tools.len())
+    }
+
     fn ir(&self) -> Result<&ir::Request, &Invalid> {
         self.ir
             .get_or_init(|| {

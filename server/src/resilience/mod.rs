@@ -17,3 +17,4 @@ pub mod retry_hints;
 pub mod rules;
 pub mod settings;
 pub mod throughput;
+pub mod tool_limits;

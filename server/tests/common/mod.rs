@@ -209,6 +209,15 @@ pub fn parse_sse(text: &str) -> Vec<(Option<String>, Value)> {
 }
 
 /// The fake's OpenAI base URL (`…/v1`).
+/// The credential of each chat request the fake got, in order.
+pub fn chat_keys(fake: &FakeUpstream) -> Vec<String> {
+    fake.requests()
+        .iter()
+        .filter(|r| r.path.starts_with("/v1/chat"))
+        .map(|r| r.headers["authorization"].trim_start_matches("Bearer ").to_owned())
+        .collect()
+}
+
 pub fn v1(fake: &FakeUpstream) -> String {
     format!("{}/v1", fake.url())
 }

@@ -253,6 +253,8 @@ fn nothing_executable(combo: &Combo, skipped: &[Skipped]) -> ProxyError {
         (StatusCode::NOT_FOUND, "invalid_request_error", "no_executable_targets")
     } else if all(SkipReason::Inactive) {
         (StatusCode::SERVICE_UNAVAILABLE, "service_unavailable", "ALL_ACCOUNTS_INACTIVE")
+    } else if all(SkipReason::ToolLimit) {
+        (StatusCode::BAD_REQUEST, "invalid_request_error", "tool_limit_exceeded")
     } else {
         (StatusCode::SERVICE_UNAVAILABLE, "server_error", "ALL_TARGETS_SKIPPED")
     };
@@ -283,6 +285,15 @@ fn nothing_executable(combo: &Combo, skipped: &[Skipped]) -> ProxyError {
             json!({"action": "switch-combo",
                    "next_step": "Every account of this combo is banned, expired or out of credits: reconnect them in the dashboard (Providers), or use another combo"}),
             format!("All accounts of combo {} are inactive: {}", combo.name, reasons.join(", ")),
+        ),
+        (None, "tool_limit_exceeded") => (
+            json!({"action": "switch-combo",
+                   "next_step": "Send fewer tools, or add a target to this combo that accepts this many"}),
+            format!(
+                "Every target of combo {} refuses requests with this many tools (as each said when it last refused): {}",
+                combo.name,
+                reasons.join(", ")
+            ),
         ),
         (None, _) => (
             json!({"action": "switch-combo",
@@ -347,6 +358,7 @@ mod tests {
         assert_eq!(code(&[skipped(NoConnection, None), skipped(NoConnection, None)]), (404, "no_executable_targets"));
         assert_eq!(code(&[skipped(Inactive, None), skipped(Inactive, None)]), (503, "ALL_ACCOUNTS_INACTIVE"));
         assert_eq!(code(&[skipped(Inactive, None), skipped(NoConnection, None)]), (503, "ALL_TARGETS_SKIPPED"));
+        assert_eq!(code(&[skipped(ToolLimit, None), skipped(ToolLimit, None)]), (400, "tool_limit_exceeded"));
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! every combo target alike: a usable connection must exist (active, in
 //! the key's allow-list, the pinned one if pinned) — the one the
 //! request's session is pinned to first (§R2.2); a combo target must
-//! pass the optional window gate (§R1.1); the provider breaker must admit
+//! pass the optional window gate (§R1.1) and not be known to refuse the
+//! request's count of tools (§R8); the provider breaker must admit
 //! the request (§R1; a HALF_OPEN breaker hands out a probe slot). The
 //! connection-level gates (cooldown, terminal state, model lockout) are
 //! asked per connection by the attempt loop.
@@ -35,6 +36,9 @@ pub enum SkipReason {
     ProviderCooldown,
     ConnectionCooldown,
     ModelLockout,
+    /// The request has at least as many tools as the target refused before
+    /// (`resilience::tool_limits`); combo targets only.
+    ToolLimit,
 }
 
 impl SkipReason {
@@ -46,6 +50,7 @@ impl SkipReason {
             Self::ProviderCooldown => "provider_cooldown",
             Self::ConnectionCooldown => "connection_cooldown",
             Self::ModelLockout => "model_lockout",
+            Self::ToolLimit => "tool_limit",
         }
     }
 }
@@ -90,6 +95,9 @@ pub fn open<'s>(
     combo: bool,
 ) -> Result<TargetRun<'s>, Skip> {
     let provider = target.provider;
+    if combo && exceeds_tool_limit(state, target, caller) {
+        return Err(Skip::new(SkipReason::ToolLimit, None));
+    }
     let mut candidates = candidates(state, snapshot, provider, caller, pinned);
     if candidates.is_empty() {
         return Err(Skip::new(SkipReason::NoConnection, None));
@@ -113,6 +121,12 @@ pub fn open<'s>(
         }
         Err(ms) => Err(Skip::new(SkipReason::CircuitOpen, Some(ms))),
     }
+}
+
+/// Whether the request has as many tools as `target` refused before.
+pub fn exceeds_tool_limit(state: &AppState, target: &Target, caller: &Caller<'_>) -> bool {
+    let Some(refused_from) = state.tool_limits.refused_from(target.provider.id, &target.model) else { return false };
+    caller.request.is_some_and(|r| r.tool_count() >= refused_from)
 }
 
 /// Session affinity (SPEC §R2.2): with a choice of connections and a

@@ -56,6 +56,7 @@ use crate::{
         breaker::BreakerConfig,
         classify::Verdict,
         engine::{Exclusion, Probe},
+        tool_limits,
     },
     routing::{
         affinity::PinKey,
@@ -108,6 +109,8 @@ pub struct Caller<'a> {
 pub struct Call<'a> {
     pub caller: &'a Caller<'a>,
     pub target: &'a Target,
+    /// A combo's target: a refusal of the request's tools fails over.
+    pub combo: bool,
     /// The body in the target provider's protocol.
     pub body: Bytes,
 }
@@ -220,7 +223,7 @@ pub async fn run(
                 continue;
             }
             let body = body_for(provider.protocol, &target.model).map_err(DispatchError::Request)?;
-            let call = Call { caller, target, body };
+            let call = Call { caller, target, combo, body };
             let tried_at = tokio::time::Instant::now();
             match try_connections(state, &call, &mut run).await {
                 Ok(response) => {
@@ -310,6 +313,10 @@ pub async fn try_connections(
     let mut excluded = Vec::new();
     let mut busy = None;
     for conn in std::mem::take(&mut t.candidates) {
+        // A refusal of the request's tools holds for every account.
+        if call.combo && !failures.is_empty() && gates::exceeds_tool_limit(state, call.target, call.caller) {
+            break;
+        }
         if let Some(why) = state.engine.exclusion(provider.id, &conn.id, &call.target.model) {
             excluded.push(why);
             continue;
@@ -472,7 +479,10 @@ async fn error_status(
     let failed = Failed { status: Some(status), headers: &headers, body: &body, stall: false };
     let outcome = guard.classify(&failed);
     queue::pace(state, &guard, call.caller.alias, status, &body);
-    if !outcome.verdict.should_fallback {
+    // A combo fails over from a refusal of the request's tools.
+    let tools_refused = learn_tool_limit(state, call, status, &body);
+    let fails_over = outcome.verdict.should_fallback || (tools_refused && call.combo);
+    if !fails_over {
         guard.log_failure(Some(status), "client_error", &body);
         return Tried::Answer(answer::client_error(
             call,
@@ -492,6 +502,16 @@ async fn error_status(
         message: guard.conn.redact(&message),
         code: None,
     })
+}
+
+/// Remembers a refusal of the request's count of tools; whether it was one.
+fn learn_tool_limit(state: &AppState, call: &Call<'_>, status: u16, body: &str) -> bool {
+    let sent = call.caller.request.map_or(0, |r| r.tool_count());
+    let Some(refused_from) = tool_limits::refusal(status, body, sent) else { return false };
+    let (provider, model) = (call.target.provider.id, &call.target.model);
+    tracing::warn!(provider, model = %model, tools = sent, refused_from, "the upstream refused the request's tool count; later requests with as many skip it in combos");
+    state.tool_limits.learn(provider, model, refused_from);
+    true
 }
 
 /// A failure with no HTTP answer (connect, reset, timeout): the engine
