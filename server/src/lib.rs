@@ -91,6 +91,7 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
         queues: Default::default(),
         combo_states: Default::default(),
         quotas: Default::default(),
+        connection_order: Default::default(),
         tool_limits: Default::default(),
         aliases: Default::default(),
         started_at: Instant::now(),

@@ -43,6 +43,8 @@ pub struct AppState {
     pub combo_states: crate::routing::combo_state::ComboStates,
     /// The accounts' quotas as the upstreams' rate-limit headers report them.
     pub quotas: crate::routing::quota::HeaderQuotas,
+    /// The rotation of `fallbackStrategy` per provider.
+    pub connection_order: crate::routing::connection_order::ConnectionOrder,
     /// How many tools each provider's models refused (SPEC §R8).
     pub tool_limits: crate::resilience::tool_limits::ToolLimits,
     /// Write-behind storage of the engine's breakers and connection health.

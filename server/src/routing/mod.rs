@@ -5,6 +5,7 @@ pub mod affinity;
 pub mod aliases;
 pub mod combo_state;
 pub mod combos;
+pub mod connection_order;
 pub mod leases;
 pub mod quota;
 pub mod registry;

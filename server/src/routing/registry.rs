@@ -11,10 +11,11 @@ use std::{
     fmt,
     sync::{
         Arc,
-        atomic::{AtomicU32, Ordering},
+        atomic::{AtomicU32, AtomicU64, Ordering},
     },
 };
 
+use super::combo_state::TargetStats;
 use crate::{
     auth::secrets::SecretBox,
     db::connections,
@@ -52,17 +53,34 @@ pub struct LiveConnection {
     pub disable_cooling: bool,
     /// Its concurrency and rate limits (SPEC §R4, §R5).
     pub limits: ConnectionLimits,
-    /// Attempts on it now; carried over when the registry is rebuilt.
-    in_flight: Arc<AtomicU32>,
+    /// Its attempts since the start; carried over when the registry is rebuilt.
+    usage: Arc<Usage>,
+}
+
+/// A connection's attempts, for the strategies that weigh connections.
+#[derive(Debug, Default)]
+struct Usage {
+    in_flight: AtomicU32,
+    requests: AtomicU64,
+    successes: AtomicU64,
+    latency_ms_total: AtomicU64,
 }
 
 /// One attempt in flight on a connection, counted until dropped.
 #[derive(Debug)]
-pub struct InFlight(Arc<AtomicU32>);
+pub struct InFlight(Arc<Usage>);
+
+impl InFlight {
+    /// The attempt served, after `latency_ms`.
+    pub fn served(&self, latency_ms: u64) {
+        self.0.successes.fetch_add(1, Ordering::Relaxed);
+        self.0.latency_ms_total.fetch_add(latency_ms, Ordering::Relaxed);
+    }
+}
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -92,19 +110,29 @@ impl LiveConnection {
             oauth: false,
             disable_cooling: false,
             limits: ConnectionLimits::default(),
-            in_flight: Arc::default(),
+            usage: Arc::default(),
         }
     }
 
-    /// Counts an attempt on it until the returned guard is dropped.
+    /// Counts an attempt on it; in flight until the returned guard is dropped.
     pub fn begin_attempt(&self) -> InFlight {
-        self.in_flight.fetch_add(1, Ordering::Relaxed);
-        InFlight(self.in_flight.clone())
+        self.usage.requests.fetch_add(1, Ordering::Relaxed);
+        self.usage.in_flight.fetch_add(1, Ordering::Relaxed);
+        InFlight(self.usage.clone())
     }
 
     /// Attempts on it now.
     pub fn in_flight(&self) -> u32 {
-        self.in_flight.load(Ordering::Relaxed)
+        self.usage.in_flight.load(Ordering::Relaxed)
+    }
+
+    /// Its attempts since the start, as the strategies weigh them.
+    pub fn stats(&self) -> TargetStats {
+        TargetStats {
+            requests: self.usage.requests.load(Ordering::Relaxed),
+            successes: self.usage.successes.load(Ordering::Relaxed),
+            latency_ms_total: self.usage.latency_ms_total.load(Ordering::Relaxed),
+        }
     }
 
     /// `text` without any part of this connection's credential
@@ -206,7 +234,7 @@ impl ConnectionRegistry {
             };
             let mut conn = LiveConnection::new(row.id.clone(), provider, base_url, credential).with_policy(&row);
             if let Some(old) = before.connection(&row.id) {
-                conn.in_flight = old.in_flight.clone();
+                conn.usage = old.usage.clone();
             }
             live.push(conn);
         }

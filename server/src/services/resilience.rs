@@ -7,7 +7,7 @@ use app::types::settings::{ResilienceSettings, apply_patch, effective, merge};
 use serde_json::Value;
 
 use super::ServiceError;
-use crate::{db::settings as kv, resilience::settings::SettingsHandle, state::AppState};
+use crate::{db::settings as kv, resilience::settings::SettingsHandle, state::AppState, upstream::catalog};
 
 /// `key_value` key of the persisted (sparse) settings document.
 pub const KEY: &str = "resilienceSettings";
@@ -38,6 +38,12 @@ pub async fn patch(state: &AppState, patch: &Value) -> Result<ResilienceSettings
     let handle = &state.resilience;
     let _turn = handle.write_turn().await;
     let next = apply_patch(&handle.current(), patch, handle.env()).map_err(ServiceError::Invalid)?;
+    if patch.get("emergencyFallback").is_some()
+        && let Some((provider, _)) = next.emergency_fallback.split_once('/')
+        && catalog::find(provider).is_none()
+    {
+        return Err(ServiceError::field("emergencyFallback", format!("{provider:?} is not a provider of the catalog")));
+    }
     let mut doc = stored(&state.db).await?;
     merge(&mut doc, patch);
     kv::put(&state.db, KEY, &doc.to_string()).await?;

@@ -1,7 +1,7 @@
 //! The settings cards: which fields each edits, how they are labelled, and
 //! what the card does (scope / trigger / effect), in SPEC §S order.
 
-use crate::types::settings::{FieldKind, ResilienceView};
+use crate::types::settings::{ConnectionStrategy, FieldKind, ResilienceView};
 
 /// One editable input of a card.
 pub struct Field {
@@ -34,12 +34,12 @@ const fn f(path: &'static str, label: &'static str, kind: FieldKind) -> Field {
     Field { path, label, kind }
 }
 
-use FieldKind::{Bool, Codes, Int, OptBool, OptInt, Rules, TextList};
+use FieldKind::{Bool, Choice, Codes, Int, OptBool, OptInt, Rules, Text, TextList};
 
 const RESILIENCE: &str = "/settings/resilience";
 
 /// The cards of Settings → Resilience, in page order.
-pub static RESILIENCE_CARDS: [Card; 12] = [
+pub static RESILIENCE_CARDS: [Card; 14] = [
     Card {
         id: "request-queue",
         title: "Request queue",
@@ -181,6 +181,13 @@ pub static RESILIENCE_CARDS: [Card; 12] = [
         fields: &[f("sessionAffinityTtlMs", "Pin lifetime (ms)", Int)],
     },
     Card {
+        id: "connection-order",
+        title: "Connection order",
+        explain: "Scope: the connections of one provider serving one target — a model asked for directly, or a combo target not pinned to a connection. Trigger: every request. Effect: fill-first (default) tries them in priority order, so the first takes everything until it fails or is excluded; round-robin starts each request at the next connection; p2c leads with the healthier of two drawn at random (success rate, then latency); random shuffles them; least-used leads with the one that took the fewest requests since the gateway started. A session's pinned connection (session affinity) still goes first, and excluded connections (cooling, locked, terminal) are still skipped. Counts and the rotation start fresh after a restart.",
+        page: RESILIENCE,
+        fields: &[f("fallbackStrategy", "Order", Choice(&ConnectionStrategy::NAMES))],
+    },
+    Card {
         id: "require-api-key",
         title: "Require an API key",
         explain: "Scope: every /v1 request. While no API key exists, requests without a key are served only when they come from this machine (a loopback address), send JSON and address the gateway by a local name. Once a key exists: on (default) every request needs a valid key with the inference scope; off keeps that anonymous local use allowed beside the keys.",
@@ -196,6 +203,13 @@ pub static RESILIENCE_CARDS: [Card; 12] = [
             f("providerErrorRules", "Rules", Rules),
             f("egressIpLockProviders", "Egress-lock providers (comma-separated)", TextList),
         ],
+    },
+    Card {
+        id: "emergency-fallback",
+        title: "Feature flags · Emergency fallback",
+        explain: "Scope: every request. Trigger: no target could serve it — each was excluded (breaker open, cooling, locked, no usable connection) or failed — and no cooldown wait applies. Effect: the request is tried once more on this provider/model, through the same gates, and its answer carries x-omniroute-emergency-fallback; if that fails too, the original error is answered. A request for that very model, or a combo that lists it, does not try it twice. Empty: off. OMNIROUTE_EMERGENCY_FALLBACK sets the starting value; a value saved here replaces it at once, without a restart.",
+        page: RESILIENCE,
+        fields: &[f("emergencyFallback", "Last-resort target (provider/model)", Text)],
     },
 ];
 

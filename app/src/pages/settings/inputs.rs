@@ -38,6 +38,33 @@ fn input_name(path: &str) -> String {
     format!("fields[{path}]")
 }
 
+/// A select of `options` (value, label) bound to the draft.
+fn select(
+    path: &'static str,
+    draft: Draft,
+    start: &str,
+    pinned: bool,
+    options: &[(&'static str, &'static str)],
+) -> AnyView {
+    let options: Vec<_> = options
+        .iter()
+        .map(|&(value, label)| view! { <option value=value selected=start == value>{label}</option> })
+        .collect();
+    view! {
+        <select
+            id=path
+            name=input_name(path)
+            prop:value=move || read(draft, path)
+            on:change=move |ev| write(draft, path, event_target_value(&ev))
+            disabled=pinned
+            class=INPUT
+        >
+            {options}
+        </select>
+    }
+    .into_any()
+}
+
 #[component]
 pub fn FieldInput(
     field: &'static Field,
@@ -55,10 +82,10 @@ pub fn FieldInput(
     });
     let start = initial.get(path).cloned().unwrap_or_default();
     let control = match field.kind {
-        FieldKind::Int | FieldKind::OptInt | FieldKind::TextList => view! {
+        FieldKind::Int | FieldKind::OptInt | FieldKind::TextList | FieldKind::Text => view! {
             <input
                 type="text"
-                inputmode=if field.kind == FieldKind::TextList { "text" } else { "numeric" }
+                inputmode=if matches!(field.kind, FieldKind::TextList | FieldKind::Text) { "text" } else { "numeric" }
                 id=path
                 name=input_name(path)
                 value=start
@@ -84,19 +111,14 @@ pub fn FieldInput(
             />
         }
         .into_any(),
-        FieldKind::OptBool => view! {
-            <select
-                id=path
-                name=input_name(path)
-                prop:value=move || read(draft, path)
-                on:change=move |ev| write(draft, path, event_target_value(&ev))
-                class=INPUT
-            >
-                {[("", "Default per provider"), ("true", "Always on"), ("false", "Always off")]
-                    .map(|(value, label)| view! { <option value=value selected=start == value>{label}</option> })}
-            </select>
+        FieldKind::OptBool => {
+            let options = [("", "Default per provider"), ("true", "Always on"), ("false", "Always off")];
+            select(path, draft, &start, pinned, &options)
         }
-        .into_any(),
+        FieldKind::Choice(names) => {
+            let options: Vec<(&str, &str)> = names.iter().map(|&n| (n, n)).collect();
+            select(path, draft, &start, pinned, &options)
+        }
         FieldKind::Codes => view! { <CodeChips path draft start /> }.into_any(),
         FieldKind::Rules => view! { <RulesEditor path draft initial /> }.into_any(),
     };

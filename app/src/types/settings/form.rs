@@ -25,6 +25,10 @@ pub enum FieldKind {
     Codes,
     /// Ids separated by commas or spaces.
     TextList,
+    /// One line of text, trimmed.
+    Text,
+    /// One of these names (a select).
+    Choice(&'static [&'static str]),
     /// The operator rule list: inputs `providerErrorRules.{i}.{field}`.
     Rules,
 }
@@ -66,6 +70,9 @@ fn parse(kind: FieldKind, text: &str) -> Result<Value, String> {
             tokens(text).map(|t| whole(t).map(Value::from)).collect::<Result<Vec<_>, _>>().map(Value::Array)
         }
         FieldKind::TextList | FieldKind::Rules => Ok(tokens(text).map(|t| Value::String(t.to_owned())).collect()),
+        FieldKind::Text => Ok(Value::String(text.to_owned())),
+        FieldKind::Choice(names) if names.contains(&text) => Ok(Value::String(text.to_owned())),
+        FieldKind::Choice(names) => Err(format!("must be one of {}", names.join(", "))),
     }
 }
 

@@ -31,10 +31,12 @@ enum EnvKind {
     Bool,
     /// Comma-separated ids; `none`/`off`/`false`/`0` mean an empty list.
     List,
+    /// One value; `none`/`off` mean empty.
+    Text,
 }
 
 /// Every environment variable that feeds the resilience settings.
-const ENV_BINDINGS: [(&str, &str, EnvKind); 21] = [
+const ENV_BINDINGS: [(&str, &str, EnvKind); 22] = [
     ("OMNIROUTE_CIRCUIT_BREAKER_OAUTH_THRESHOLD", "providerBreaker.oauth.failureThreshold", EnvKind::Int),
     ("OMNIROUTE_CIRCUIT_BREAKER_OAUTH_RESET_MS", "providerBreaker.oauth.resetTimeoutMs", EnvKind::Int),
     ("OMNIROUTE_CIRCUIT_BREAKER_API_KEY_THRESHOLD", "providerBreaker.apikey.failureThreshold", EnvKind::Int),
@@ -72,6 +74,7 @@ const ENV_BINDINGS: [(&str, &str, EnvKind); 21] = [
     ("RATE_LIMIT_AUTO_ENABLE", "requestQueue.autoEnableApiKeyProviders", EnvKind::Bool),
     ("STREAM_THROUGHPUT_WATCHDOG_ENABLED", "streamRecovery.throughputWatchdog.enabled", EnvKind::Bool),
     ("OMNIROUTE_EGRESS_IP_LOCK_PROVIDERS", "egressIpLockProviders", EnvKind::List),
+    ("OMNIROUTE_EMERGENCY_FALLBACK", "emergencyFallback", EnvKind::Text),
 ];
 
 /// The one variable whose value beats the persisted setting (§R5).
@@ -87,6 +90,8 @@ pub fn read_env(get: impl Fn(&str) -> Option<String>) -> Result<Vec<EnvSource>, 
             EnvKind::Int => raw.parse::<u64>().ok().map(Value::from),
             EnvKind::Bool => parse_bool(&raw).map(Value::Bool),
             EnvKind::List => Some(parse_list(&raw)),
+            EnvKind::Text if matches!(raw.to_ascii_lowercase().as_str(), "none" | "off") => Some(Value::from("")),
+            EnvKind::Text => Some(Value::String(raw.clone())),
         };
         let Some(value) = value else {
             let expected = if matches!(kind, EnvKind::Bool) { "true/false" } else { "a non-negative integer" };

@@ -45,6 +45,39 @@ pub struct ResilienceSettings {
     /// anonymous *local* use allowed beside the keys; while no key exists
     /// anonymous local use is always allowed.
     pub require_api_key: bool,
+    /// The order a target's connections are tried in.
+    pub fallback_strategy: ConnectionStrategy,
+    /// `provider/model` tried when no target could serve a request
+    /// (`OMNIROUTE_EMERGENCY_FALLBACK`); empty is off.
+    pub emergency_fallback: String,
+}
+
+/// The order the connections of one target are tried in (the original's
+/// `fallbackStrategy`); combo strategies order the targets themselves.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConnectionStrategy {
+    /// Priority order: the first takes everything until it fails or is excluded.
+    #[default]
+    FillFirst,
+    /// Each request starts at the next connection.
+    RoundRobin,
+    /// The healthier of two drawn at random (success rate, latency).
+    P2c,
+    /// A fresh shuffle per request.
+    Random,
+    /// The one that took the fewest requests since the start.
+    LeastUsed,
+}
+
+impl ConnectionStrategy {
+    pub const ALL: [Self; 5] = [Self::FillFirst, Self::RoundRobin, Self::P2c, Self::Random, Self::LeastUsed];
+    /// Every name, as the settings form offers them.
+    pub const NAMES: [&'static str; 5] = ["fill-first", "round-robin", "p2c", "random", "least-used"];
+
+    pub fn as_str(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
 }
 
 impl Default for ResilienceSettings {
@@ -77,6 +110,8 @@ impl Default for ResilienceSettings {
             provider_error_rules: Vec::new(),
             egress_ip_lock_providers: DEFAULT_EGRESS_IP_LOCK_PROVIDERS.iter().map(|p| (*p).to_owned()).collect(),
             require_api_key: true,
+            fallback_strategy: ConnectionStrategy::FillFirst,
+            emergency_fallback: String::new(),
         }
     }
 }

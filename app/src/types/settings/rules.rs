@@ -33,6 +33,8 @@ trait Walker {
     fn max_len<T>(&mut self, field: &str, items: &mut Vec<T>, max: usize);
     /// At least one item; normalization falls back to `default`.
     fn non_empty<T>(&mut self, field: &str, items: &mut Vec<T>, default: impl FnOnce() -> Vec<T>);
+    /// A text `problem` finds fault with is invalid; normalization empties it.
+    fn text(&mut self, field: &str, value: &mut String, problem: impl Fn(&str) -> Option<String>);
 }
 
 /// Reports violations.
@@ -76,6 +78,11 @@ impl Walker for Check {
             self.0.push(field, "must not be empty");
         }
     }
+    fn text(&mut self, field: &str, value: &mut String, problem: impl Fn(&str) -> Option<String>) {
+        if let Some(message) = problem(value) {
+            self.0.push(field, message);
+        }
+    }
 }
 
 /// Clamps violations away.
@@ -109,6 +116,11 @@ impl Walker for Clamp {
     fn non_empty<T>(&mut self, _: &str, items: &mut Vec<T>, default: impl FnOnce() -> Vec<T>) {
         if items.is_empty() {
             *items = default();
+        }
+    }
+    fn text(&mut self, _: &str, value: &mut String, problem: impl Fn(&str) -> Option<String>) {
+        if problem(value).is_some() {
+            value.clear();
         }
     }
 }
@@ -168,6 +180,7 @@ impl ResilienceSettings {
         w.items("egressIpLockProviders", &mut self.egress_ip_lock_providers, |p| provider_id_problem(p));
         w.unique("egressIpLockProviders", &mut self.egress_ip_lock_providers);
         w.max_len("egressIpLockProviders", &mut self.egress_ip_lock_providers, MAX_EGRESS_PROVIDERS);
+        w.text("emergencyFallback", &mut self.emergency_fallback, emergency_fallback_problem);
     }
 }
 
@@ -275,6 +288,20 @@ impl ProviderErrorRule {
 
 fn status_problem(code: u64) -> Option<String> {
     (!(100..=599).contains(&code)).then(|| format!("must be an HTTP status between 100 and 599 (got {code})"))
+}
+
+/// Empty (off), or `provider/model` with a provider id and a model name.
+fn emergency_fallback_problem(target: &str) -> Option<String> {
+    if target.is_empty() {
+        return None;
+    }
+    let Some((provider, model)) = target.split_once('/') else {
+        return Some("must be provider/model, e.g. ollama/llama3.2 (empty turns it off)".to_owned());
+    };
+    provider_id_problem(provider).map(|p| format!("the provider {p}")).or_else(|| {
+        let ok = !model.is_empty() && model.len() <= 128 && !model.chars().any(|c| c.is_whitespace() || c.is_control());
+        (!ok).then(|| "the model must be a name without spaces, at most 128 characters".to_owned())
+    })
 }
 
 fn provider_id_problem(id: &str) -> Option<String> {

@@ -194,6 +194,30 @@ fn egress_providers_are_ids() {
     assert_eq!(s.normalize().egress_ip_lock_providers, vec!["opencode-go"]);
 }
 
+#[test]
+fn the_emergency_fallback_is_empty_or_provider_slash_model() {
+    for ok in ["", "ollama/llama3.2", "openrouter/meta-llama/llama-3.3-70b"] {
+        assert!(fields_in_error(&with(&[("emergencyFallback", json!(ok))])).is_empty(), "{ok}");
+    }
+    for bad in ["ollama", "Ollama/x", "ollama/", "ollama/two words", "/x"] {
+        let s = with(&[("emergencyFallback", json!(bad))]);
+        assert_eq!(fields_in_error(&s), vec!["emergencyFallback"], "{bad}");
+        assert_eq!(s.normalize().emergency_fallback, "", "normalization turns a bad one off");
+    }
+}
+
+#[test]
+fn a_choice_field_takes_only_its_names() {
+    let fields = [("fallbackStrategy", FieldKind::Choice(&ConnectionStrategy::NAMES))];
+    let values = |v: &str| [("fallbackStrategy".to_owned(), v.to_owned())].into_iter().collect();
+    assert_eq!(form_to_patch(&fields, &values("p2c")).unwrap(), json!({"fallbackStrategy": "p2c"}));
+    let errors = form_to_patch(&fields, &values("cheapest")).unwrap_err();
+    assert_eq!(errors[0].message, "must be one of fill-first, round-robin, p2c, random, least-used");
+    for s in ConnectionStrategy::ALL {
+        assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+    }
+}
+
 /// Normalization yields valid settings, and leaves valid ones alone:
 /// the PATCH check and the clamp can never disagree.
 #[test]

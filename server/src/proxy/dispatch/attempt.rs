@@ -64,7 +64,7 @@ pub struct AttemptGuard {
     /// when the attempt serves, unpinned on a 429 or a terminal error.
     pin: Option<PinKey>,
     /// Counts it among the connection's attempts in flight.
-    _in_flight: InFlight,
+    in_flight: InFlight,
 }
 
 impl AttemptGuard {
@@ -86,7 +86,7 @@ impl AttemptGuard {
             record: Some(record),
             slots,
             pin: t.pin,
-            _in_flight: conn.begin_attempt(),
+            in_flight: conn.begin_attempt(),
         }
     }
 
@@ -125,6 +125,7 @@ impl AttemptGuard {
         }
         r.status = i32::from(status);
         r.latency_ms = self.elapsed_ms();
+        self.in_flight.served(u64::try_from(r.latency_ms).unwrap_or(0));
         tracing::debug!(request_id = %r.request_id, provider, connection_id = %conn, model = %r.model, status, latency_ms = r.latency_ms, "request served");
         self.state.logs.record(r);
     }

@@ -1,7 +1,8 @@
 //! The per-target gates (SPEC §R8), one sequence for a single model and
 //! every combo target alike: a usable connection must exist (active, in
-//! the key's allow-list, the pinned one if pinned) — the one the
-//! request's session is pinned to first (§R2.2); a combo target must
+//! the key's allow-list, the pinned one if pinned), in the connection
+//! order of `fallbackStrategy` — the one the request's session is pinned
+//! to first (§R2.2); a combo target must
 //! pass the optional window gate (§R1.1) and not be known to refuse the
 //! request's count of tools (§R8); the provider breaker must admit
 //! the request (§R1; a HALF_OPEN breaker hands out a probe slot). The
@@ -102,6 +103,7 @@ pub fn open<'s>(
     if candidates.is_empty() {
         return Err(Skip::new(SkipReason::NoConnection, None));
     }
+    state.connection_order.order(settings.fallback_strategy, provider.id, &mut candidates);
     let pin = session_first(state, caller, provider, settings.session_affinity_ttl_ms, &mut candidates);
     if combo {
         let held = state.engine.target_cooldown_ms(provider.id, provider.category, pinned, &settings.provider_cooldown);

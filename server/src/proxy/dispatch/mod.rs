@@ -22,6 +22,7 @@
 mod answer;
 pub mod attempt;
 mod combo_wait;
+mod emergency;
 pub mod error;
 mod gates;
 mod permits;
@@ -211,21 +212,13 @@ pub async fn run(
                 continue;
             };
             let (provider, pinned) = (target.provider, planned.pinned.as_deref());
-            let mut run = match gates::open(state, snapshot, target, pinned, caller, &settings, combo) {
-                Ok(run) => run,
-                Err(skip) => {
+            let tried_at = tokio::time::Instant::now();
+            let to = To { target, pinned, combo };
+            match serve_target(state, snapshot, to, caller, &settings, &body_for).await? {
+                Err(Served::Skipped(skip)) => {
                     trail.skip(planned, skip);
                     continue;
                 }
-            };
-            if let Some(failures) = slots::all_queues_full(state, caller, target, &run.candidates) {
-                trail.unserved(planned, provider.id, Unserved { failures, excluded: Vec::new() });
-                continue;
-            }
-            let body = body_for(provider.protocol, &target.model).map_err(DispatchError::Request)?;
-            let call = Call { caller, target, combo, body };
-            let tried_at = tokio::time::Instant::now();
-            match try_connections(state, &call, &mut run).await {
                 Ok(response) => {
                     if let Some(c) = &plan.combo {
                         state.engine.record_target_success(provider.id, pinned);
@@ -234,7 +227,7 @@ pub async fn run(
                     }
                     return Ok(response);
                 }
-                Err(unserved) => {
+                Err(Served::Unserved(unserved)) => {
                     if let Some(c) = plan.combo.as_ref().filter(|_| unserved.attempted()) {
                         let window = &settings.provider_cooldown;
                         state.engine.record_target_failure(provider.id, provider.category, pinned, window);
@@ -258,6 +251,9 @@ pub async fn run(
             None
         };
         let (Some(ms), Some(target)) = (wait, plan.targets.iter().find_map(|p| p.target.as_ref())) else {
+            if let Some(response) = emergency::fallback(state, snapshot, plan, caller, &settings, &body_for).await? {
+                return Ok(response);
+            }
             return Err(DispatchError::exhausted(plan, trail));
         };
         tracing::info!(
@@ -271,6 +267,46 @@ pub async fn run(
         tokio::time::sleep(Duration::from_millis(ms)).await;
         wait.disarm();
     }
+}
+
+/// Where one target's attempts go.
+#[derive(Clone, Copy)]
+pub struct To<'a> {
+    pub target: &'a Target,
+    pub pinned: Option<&'a str>,
+    /// A combo's target (its gates and limits differ, §R8).
+    pub combo: bool,
+}
+
+/// Why a target did not answer.
+pub enum Served {
+    /// Its gates skipped it before any attempt.
+    Skipped(gates::Skip),
+    /// No connection of it served.
+    Unserved(Unserved),
+}
+
+/// One target through its gates and its connections: the answer, or why
+/// there is none.
+pub async fn serve_target(
+    state: &Arc<AppState>,
+    snapshot: &Snapshot,
+    to: To<'_>,
+    caller: &Caller<'_>,
+    settings: &ResilienceSettings,
+    body_for: &impl Fn(Protocol, &str) -> Result<Bytes, ProxyError>,
+) -> Result<Result<Response, Served>, DispatchError> {
+    let target = to.target;
+    let mut run = match gates::open(state, snapshot, target, to.pinned, caller, settings, to.combo) {
+        Ok(run) => run,
+        Err(skip) => return Ok(Err(Served::Skipped(skip))),
+    };
+    if let Some(failures) = slots::all_queues_full(state, caller, target, &run.candidates) {
+        return Ok(Err(Served::Unserved(Unserved { failures, excluded: Vec::new() })));
+    }
+    let body = body_for(target.provider.protocol, &target.model).map_err(DispatchError::Request)?;
+    let call = Call { caller, target, combo: to.combo, body };
+    Ok(try_connections(state, &call, &mut run).await.map_err(Served::Unserved))
 }
 
 /// One target's connections and breaker admission.
