@@ -192,3 +192,39 @@ test('model lockout: chips refuse bad codes, save, reload, and reset to defaults
   await again.getByRole('button', { name: 'Save' }).click();
   await expect(again.locator('[data-value="modelLockout.errorCodes"]')).toHaveText('403, 404, 429, 502, 503, 504');
 });
+
+test('connection order is picked from a list; the emergency fallback is checked as typed and by the server', async ({ page }) => {
+  await openSettings(page, '/settings/resilience');
+  const order = page.locator('[data-card="connection-order"]');
+  await order.getByText('Edit', { exact: true }).click();
+  await order.getByLabel('Order').selectOption('round-robin');
+  await order.getByRole('button', { name: 'Save' }).click();
+  await expect(order.getByRole('status')).toHaveText('Saved.');
+  await expect(order.locator('[data-value="fallbackStrategy"]')).toHaveText('round-robin');
+
+  const flags = page.locator('[data-card="emergency-fallback"]');
+  await flags.getByText('Edit', { exact: true }).click();
+  const target = flags.getByLabel('Last-resort target (provider/model)');
+  const save = flags.getByRole('button', { name: 'Save' });
+  await target.fill('ollama');
+  await expect(flags.locator('[data-error="emergencyFallback"][data-origin="browser"]')).toContainText('provider/model');
+  await expect(save).toBeDisabled();
+  // The shape is right but the provider is not in the catalog: the server says so at the field.
+  await target.fill('nope/model');
+  await save.click();
+  await expect(flags.locator('[data-error="emergencyFallback"][data-origin="server"]')).toContainText(
+    'not a provider of the catalog',
+  );
+  await target.fill('ollama/llama3.2');
+  await save.click();
+  await expect(flags.getByRole('status')).toHaveText('Saved.');
+
+  await page.reload();
+  await expect(page.locator('[data-value="emergencyFallback"]')).toHaveText('ollama/llama3.2');
+  await expect(page.locator('[data-value="fallbackStrategy"]')).toHaveText('round-robin');
+  const api = await (await page.request.get('/api/resilience')).json();
+  expect([api.fallbackStrategy, api.emergencyFallback]).toEqual(['round-robin', 'ollama/llama3.2']);
+  // Back to the defaults, for the tests that route after this one.
+  const reset = await page.request.patch('/api/resilience', { data: { fallbackStrategy: 'fill-first', emergencyFallback: '' } });
+  expect(reset.status()).toBe(200);
+});
