@@ -1,7 +1,7 @@
 //! Micro-benchmark of the combo strategies (run by `cargo xtask bench`):
 //! ns to order 20 targets, per strategy, with per-target statistics and
 //! the strategies' memory as a busy combo has them, model facts for most
-//! and rate-limit windows for two thirds of them. Prints one JSON line.
+//! rate-limit windows for two thirds of them and a session's rendezvous weights. Prints one JSON line.
 
 use app::types::combo::Strategy;
 use rand::{SeedableRng, rngs::StdRng};
@@ -35,6 +35,7 @@ fn main() {
                 age_ms: 1_000,
             }),
             in_flight: i as u32 % 3,
+            rendezvous: Some(strategies::cache_optimized::weight(&[7; 32], &format!("connection:c{i}"))),
             ..Candidate::default()
         })
         .collect();

@@ -95,3 +95,25 @@ async fn reset_window_leads_with_the_account_whose_window_resets_soonest() {
     send(&gw, 3).await;
     assert_eq!(chat_keys(&fake), ["sk-a", "sk-b", "sk-b", "sk-b"]);
 }
+
+#[tokio::test]
+async fn cache_optimized_keeps_each_conversation_on_its_own_account() {
+    let (fake, gw) = Gateway::with_fake().await;
+    for key in ["sk-a", "sk-b", "sk-c"] {
+        gw.add_connection("openai", key, key, &v1(&fake), 0).await;
+    }
+    combo(&gw, "cache-optimized", &["openai/gpt-4o-mini"]).await;
+    let mut accounts = std::collections::HashSet::new();
+    for conversation in 0..12 {
+        let first = format!("conversation {conversation}");
+        for turn in 0..3 {
+            let resp = gw.chat(common::new_conversation("pick", &first), None).await;
+            assert_eq!(resp.status(), 200, "turn {turn}");
+        }
+        let keys = chat_keys(&fake);
+        let turns = &keys[keys.len() - 3..];
+        assert!(turns.iter().all(|k| *k == turns[0]), "{first}: {turns:?}");
+        accounts.insert(turns[0].clone());
+    }
+    assert!(accounts.len() >= 2, "conversations spread over the accounts: {accounts:?}");
+}

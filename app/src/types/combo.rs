@@ -53,10 +53,13 @@ pub enum Strategy {
     /// One target per account, drawn in proportion to its quota left and
     /// divided by its requests in flight.
     QuotaWeighted,
+    /// One target per account; a conversation always leads with the same
+    /// account (rendezvous hashing of its session), so its prompt cache stays warm.
+    CacheOptimized,
 }
 
 impl Strategy {
-    pub const ALL: [Self; 15] = [
+    pub const ALL: [Self; 16] = [
         Self::Priority,
         Self::Weighted,
         Self::RoundRobin,
@@ -72,6 +75,7 @@ impl Strategy {
         Self::ResetAware,
         Self::Headroom,
         Self::QuotaWeighted,
+        Self::CacheOptimized,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -91,6 +95,7 @@ impl Strategy {
             Self::ResetAware => "reset-aware",
             Self::Headroom => "headroom",
             Self::QuotaWeighted => "quota-weighted",
+            Self::CacheOptimized => "cache-optimized",
         }
     }
 
@@ -131,6 +136,9 @@ impl Strategy {
             }
             Self::QuotaWeighted => {
                 "Tries every account of each target, leading with one drawn in proportion to its quota left and its requests in flight."
+            }
+            Self::CacheOptimized => {
+                "Tries every account of each target; each conversation always leads with the same one, so its prompt cache stays warm. Without a session, as listed."
             }
         }
     }

@@ -130,7 +130,7 @@ pub async fn serve(state: &Arc<AppState>, req: &ClientRequest, inbound: &Inbound
     let aliased = state.aliases.resolve(&req.model);
     let model = aliased.as_deref().unwrap_or(&req.model);
     let plan = match state.combos.get(model) {
-        Some(combo) => Plan::combo(combo, &snapshot, state, inbound.key),
+        Some(combo) => Plan::combo(combo, &snapshot, state, inbound.key, req.session()),
         None => Plan::single(resolve(model, &snapshot).map_err(|e| match e {
             ResolveError::Ambiguous(..) => ProxyError::bad_field("model", e.to_string()),
             ResolveError::Unknown(_) => ProxyError {

@@ -14,6 +14,7 @@ use crate::{
     auth::api_keys::KeyEntry,
     resilience::{breaker::BreakerState, engine},
     routing::{
+        affinity::SessionId,
         quota::{Quota, QuotaSource},
         registry::Snapshot,
         resolve::{self, Target},
@@ -54,9 +55,16 @@ impl Plan {
         Self { combo: None, targets: vec![planned] }
     }
 
-    /// The combo's targets in its strategy's order; `key` is the API key
-    /// the request came with (whose allow-list bounds the accounts).
-    pub fn combo(combo: Arc<Combo>, snapshot: &Snapshot, state: &AppState, key: Option<&KeyEntry>) -> Self {
+    /// The combo's targets in its strategy's order for a request that came
+    /// with API key `key` (whose allow-list bounds the accounts) in
+    /// `session`.
+    pub fn combo(
+        combo: Arc<Combo>,
+        snapshot: &Snapshot,
+        state: &AppState,
+        key: Option<&KeyEntry>,
+        session: Option<SessionId>,
+    ) -> Self {
         let mut targets: Vec<Planned> = combo_targets(state, &combo)
             .into_iter()
             .enumerate()
@@ -66,7 +74,7 @@ impl Plan {
             targets = targets.into_iter().flat_map(|p| per_account(p, snapshot, key)).collect();
         }
         if combo.strategy != Strategy::Priority {
-            let order = strategy_order(&combo, &targets, snapshot, state);
+            let order = strategy_order(&combo, &targets, snapshot, state, session);
             let mut slots: Vec<Option<Planned>> = targets.into_iter().map(Some).collect();
             targets = order.into_iter().filter_map(|i| slots[i].take()).collect();
         }
@@ -152,7 +160,14 @@ fn planned(index: usize, key: String, t: ComboTarget, snapshot: &Snapshot) -> Pl
 }
 
 /// What the strategy sees of each target, and the order it gives.
-fn strategy_order(combo: &Combo, targets: &[Planned], snapshot: &Snapshot, state: &AppState) -> Vec<usize> {
+fn strategy_order(
+    combo: &Combo,
+    targets: &[Planned],
+    snapshot: &Snapshot,
+    state: &AppState,
+    session: Option<SessionId>,
+) -> Vec<usize> {
+    let session = session.filter(|_| combo.strategy == Strategy::CacheOptimized);
     let settings = state.resilience.current();
     let memory = state.combo_states.of(&combo.name);
     let mut memory = memory.lock();
@@ -180,10 +195,21 @@ fn strategy_order(combo: &Combo, targets: &[Planned], snapshot: &Snapshot, state
                 facts: p.target.as_ref().and_then(|t| model_facts::of(&t.model)),
                 quota: accounts.then(|| account_quota(state, p, now)).flatten(),
                 in_flight: p.pinned.as_deref().and_then(|c| snapshot.connection(c)).map_or(0, |c| c.in_flight()),
+                rendezvous: session.map(|s| rendezvous(&s, p)),
             }
         })
         .collect();
     strategies::order(combo.strategy, &candidates, &mut memory, &mut rand::thread_rng())
+}
+
+/// The target's rendezvous weight for `session`: an account is known by
+/// its connection, a target of no account by its key.
+fn rendezvous(session: &SessionId, p: &Planned) -> f64 {
+    let identity = match &p.pinned {
+        Some(connection) => format!("connection:{connection}"),
+        None => format!("execution:{}", p.key),
+    };
+    strategies::cache_optimized::weight(&session.0, &identity)
 }
 
 /// The quota of a one-account target's account, if reported.

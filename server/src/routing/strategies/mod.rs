@@ -9,6 +9,7 @@
 //! [`super::combo_state`]; a strategy reads it and returns the order, and
 //! the dispatch loop reports back what served.
 
+pub mod cache_optimized;
 mod context_optimized;
 mod cost_optimized;
 mod fill_first;
@@ -71,6 +72,9 @@ pub struct Candidate {
     pub quota: Option<Quota>,
     /// Attempts in flight on its account, for a target of one account.
     pub in_flight: u32,
+    /// Its rendezvous weight for the request's session (0–1), when the
+    /// request has one: the same session and target always weigh the same.
+    pub rendezvous: Option<f64>,
 }
 
 /// Whether `strategy` reads [`Candidate::eligible`] (it costs a lookup per
@@ -83,7 +87,14 @@ pub fn needs_eligibility(strategy: Strategy) -> bool {
 /// connection of each target that is not pinned to one (the reference's
 /// per-account expansion).
 pub fn per_account(strategy: Strategy) -> bool {
-    matches!(strategy, Strategy::ResetWindow | Strategy::ResetAware | Strategy::Headroom | Strategy::QuotaWeighted)
+    matches!(
+        strategy,
+        Strategy::ResetWindow
+            | Strategy::ResetAware
+            | Strategy::Headroom
+            | Strategy::QuotaWeighted
+            | Strategy::CacheOptimized
+    )
 }
 
 /// Lets the leading entries of `order` for which `tied` holds take turns:
@@ -115,5 +126,6 @@ pub fn order(strategy: Strategy, targets: &[Candidate], state: &mut ComboState, 
         Strategy::ResetAware => reset_aware::order(targets, &mut state.tie_turn),
         Strategy::Headroom => headroom::order(targets),
         Strategy::QuotaWeighted => quota_weighted::order(targets, rng),
+        Strategy::CacheOptimized => cache_optimized::order(targets),
     }
 }

@@ -99,3 +99,29 @@ fn quota_weighted_leads_with_fresh_roomy_accounts_and_puts_used_up_and_excluded_
     stale[1].eligible = false;
     assert_eq!(quota_heads(&stale, 500), [500, 0]);
 }
+
+#[test]
+fn cache_optimized_keeps_a_session_on_one_account_and_spreads_sessions() {
+    let weighed = |session: u8| {
+        let mut t = accounts(&[None, None, None, None]);
+        for c in &mut t {
+            c.rendezvous = Some(cache_optimized::weight(&[session; 32], &c.key));
+        }
+        t
+    };
+    let first = once(Strategy::CacheOptimized, &weighed(1));
+    assert_eq!(once(Strategy::CacheOptimized, &weighed(1)), first, "the same session, the same order");
+    let leads: std::collections::HashSet<usize> =
+        (0..40).map(|s| once(Strategy::CacheOptimized, &weighed(s))[0]).collect();
+    assert!(leads.len() >= 3, "sessions spread over the accounts: {leads:?}");
+    // An account leaving moves only its own sessions: the others keep their lead.
+    for s in 0..40 {
+        let all = weighed(s);
+        let lead = once(Strategy::CacheOptimized, &all)[0];
+        let without_last: Vec<Candidate> = all[..3].to_vec();
+        if lead != 3 {
+            assert_eq!(once(Strategy::CacheOptimized, &without_last)[0], lead);
+        }
+    }
+    assert_eq!(once(Strategy::CacheOptimized, &accounts(&[None, None, None])), [0, 1, 2], "no session: as listed");
+}
