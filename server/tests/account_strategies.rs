@@ -76,6 +76,9 @@ async fn headroom_moves_to_the_account_furthest_from_its_limit_once_it_has_seen_
     // Both unknown: as listed. Then the unseen account (counted untouched),
     // then the one with 90 % left, every time.
     assert_eq!(chat_keys(&fake), ["sk-a", "sk-b", "sk-b", "sk-b"]);
+    // The Combos page names the account that served by its name, not its id.
+    let status = server::services::combos::status(&gw.state);
+    assert_eq!(status.combos[0].last_served.as_deref(), Some("openai/gpt-4o-mini @ sk-b"));
 }
 
 #[tokio::test]

@@ -132,12 +132,24 @@ pub fn status(state: &AppState) -> ComboStatusList {
             ComboStatus {
                 name: c.name.clone(),
                 targets: targets.collect(),
-                // The key is `position:model`; the page shows the model.
-                last_served: last.map(|g| g.key.split_once(':').map_or(g.key.clone(), |(_, m)| m.to_owned())),
+                last_served: last.map(|g| served_name(&snapshot, &g.key)),
             }
         })
         .collect();
     ComboStatusList { combos }
+}
+
+/// A target's key (`position:model`, `@connection` when pinned) as the page
+/// shows it: the model, and the connection by its name.
+fn served_name(snapshot: &Snapshot, key: &str) -> String {
+    let model = key.split_once(':').map_or(key, |(_, m)| m);
+    match model.split_once('@') {
+        Some((model, id)) => {
+            let name = snapshot.connection(id).map_or("a deleted connection", |c| c.name.as_str());
+            format!("{model} @ {name}")
+        }
+        None => model.to_owned(),
+    }
 }
 
 fn target_status(state: &AppState, snapshot: &Snapshot, t: &ComboTarget) -> TargetStatus {

@@ -348,9 +348,10 @@ pub async fn try_connections(
     let mut failures = Vec::new();
     let mut excluded = Vec::new();
     let mut busy = None;
+    // A refusal of the request's tools holds for every account.
+    let refused_tools = || call.combo && gates::exceeds_tool_limit(state, call.target, call.caller);
     for conn in std::mem::take(&mut t.candidates) {
-        // A refusal of the request's tools holds for every account.
-        if call.combo && !failures.is_empty() && gates::exceeds_tool_limit(state, call.target, call.caller) {
+        if !failures.is_empty() && refused_tools() {
             break;
         }
         if let Some(why) = state.engine.exclusion(provider.id, &conn.id, &call.target.model) {
@@ -369,7 +370,7 @@ pub async fn try_connections(
             Taken::Refused(failure) => failures.push(failure),
         }
     }
-    if let Some(conn) = busy {
+    if let Some(conn) = busy.filter(|_| failures.is_empty() || !refused_tools()) {
         match slots::wait(state, call, conn, t.requester).await {
             Ok(slots) => {
                 if let Some(response) = serve_on(state, call, t, conn, slots, &mut failures).await {
