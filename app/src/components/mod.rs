@@ -140,6 +140,9 @@ pub fn StatusBadge(status: ConnectionStatus) -> impl IntoView {
 /// stays 0 during server rendering, so both sides render the same).
 pub fn use_ticker(period: std::time::Duration) -> RwSignal<u64> {
     let tick = RwSignal::new(0u64);
+    // Only in the browser, where time passes for the page: an effect in
+    // server rendering would need a local task set it does not always have.
+    #[cfg(target_arch = "wasm32")]
     Effect::new(move |_| {
         let handle = set_interval_with_handle(move || tick.update(|t| *t += 1), period);
         on_cleanup(move || {
@@ -148,6 +151,8 @@ pub fn use_ticker(period: std::time::Duration) -> RwSignal<u64> {
             }
         });
     });
+    #[cfg(not(target_arch = "wasm32"))]
+    let _ = period;
     tick
 }
 
