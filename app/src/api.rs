@@ -185,30 +185,53 @@ pub async fn get_combos() -> Result<ComboList, ServerFnError> {
 }
 
 /// Creates a combo, or replaces `replace` (its name) when editing. The
-/// targets are the dashboard's lines (`provider/model [weight] [@connection]`).
+/// targets are the dashboard's lines (`provider/model [weight]
+/// [@connection] [| prompt]`); the strategy's own fields are sent only
+/// when that strategy is chosen.
+#[allow(clippy::too_many_arguments, reason = "a server function's arguments are its form's fields")]
 #[server(prefix = "/sfn", endpoint = "save_combo")]
 pub async fn save_combo(
     name: String,
     strategy: String,
     targets: String,
     combo_timeout_ms: Option<String>,
+    judge_model: Option<String>,
+    max_retries: Option<String>,
+    retry_delay_ms: Option<String>,
     replace: Option<String>,
 ) -> Result<(), ServerFnError> {
     use crate::{
         backend::BackendError,
-        types::combo::{Combo, ComboConfig, parse_strategy, parse_targets},
+        types::combo::{Combo, ComboConfig, Strategy, parse_strategy, parse_targets},
     };
     let invalid = |e: FieldError| ssr::fail("/combos", BackendError::Invalid(vec![e]));
     let strategy = parse_strategy(&strategy).map_err(invalid)?;
-    let targets = parse_targets(&targets).map_err(invalid)?;
-    let combo_timeout_ms = match given(combo_timeout_ms) {
-        None => None,
-        Some(t) => Some(t.parse::<u64>().map_err(|_| {
-            invalid(FieldError::new("config.comboTimeoutMs", "must be a whole number of milliseconds"))
-        })?),
-    };
-    let combo = Combo { name: name.trim().to_owned(), strategy, targets, config: ComboConfig { combo_timeout_ms } };
     let backend = ssr::backend()?;
+    // What the form has no inputs for (the fusion tuning, the handoff
+    // settings) an edit keeps, while the strategy reading it stays.
+    let kept = given(replace.clone())
+        .and_then(|old| backend.list_combos().combos.into_iter().find(|c| c.name == old))
+        .map(|c| c.config)
+        .unwrap_or_default();
+    let relay = strategy == Strategy::ContextRelay;
+    let targets = parse_targets(&targets).map_err(invalid)?;
+    fn whole<T: std::str::FromStr>(field: &str, value: Option<String>) -> Result<Option<T>, FieldError> {
+        given(value).map(|t| t.parse::<T>().map_err(|_| FieldError::new(field, "must be a whole number"))).transpose()
+    }
+    let config = ComboConfig {
+        combo_timeout_ms: whole("config.comboTimeoutMs", combo_timeout_ms).map_err(invalid)?,
+        judge_model: given(judge_model).filter(|_| strategy == Strategy::Fusion),
+        max_retries: whole("config.maxRetries", max_retries.filter(|_| strategy == Strategy::Pipeline))
+            .map_err(invalid)?,
+        retry_delay_ms: whole("config.retryDelayMs", retry_delay_ms.filter(|_| strategy == Strategy::Pipeline))
+            .map_err(invalid)?,
+        fusion_tuning: kept.fusion_tuning.filter(|_| strategy == Strategy::Fusion),
+        handoff_threshold: kept.handoff_threshold.filter(|_| relay),
+        handoff_model: kept.handoff_model.filter(|_| relay),
+        handoff_providers: kept.handoff_providers.filter(|_| relay),
+        max_messages_for_summary: kept.max_messages_for_summary.filter(|_| relay),
+    };
+    let combo = Combo { name: name.trim().to_owned(), strategy, targets, config };
     let saved = match given(replace) {
         Some(old) if old == combo.name => backend.replace_combo(combo).await,
         Some(_) => {

@@ -84,3 +84,68 @@ test('Combos: create with weights (refusing a bad line as typed), route traffic,
   await expect(row).toHaveCount(0);
   expect((await page.request.get('/api/combos/e2e-split')).status()).toBe(404);
 });
+
+test('Combos: a fusion combo with a judge and a pipeline with step prompts, made in the form, answer through their plans', async ({
+  page,
+}) => {
+  await login(page);
+  await addConnection(page, 'agentrouter', 'agent-plan', 'sk-plan-a');
+  await addConnection(page, 'opencode-go', 'go-plan', 'sk-plan-b');
+  await page.goto('/combos');
+  await hydrated(page);
+  const form = page.getByTestId('create-combo');
+  const judge = form.getByLabel(/^Judge/);
+  await expect(judge).toBeHidden();
+  await form.getByLabel('Name (the model clients send)').fill('e2e-fusion');
+  await form.getByLabel('Strategy').selectOption('fusion');
+  await expect(form.getByTestId('strategy-explain')).toContainText('judge model');
+  await judge.fill('opencode-go/kimi-k2');
+  // The pickers write the target lines: a catalog model on one live connection, then another on any.
+  const picker = form.getByTestId('target-picker');
+  await picker.getByLabel('Pick a model').selectOption('agentrouter/gpt-5');
+  await picker.getByLabel('On connection (optional)').selectOption({ label: 'agent-plan (agentrouter)' });
+  await picker.getByRole('button', { name: 'Add target' }).click();
+  await picker.getByLabel('Pick a model').selectOption('opencode-go/kimi-k2');
+  await picker.getByRole('button', { name: 'Add target' }).click();
+  await expect(form.getByLabel(/^Targets, in order/)).toHaveValue(/^agentrouter\/gpt-5 @[\w-]+\nopencode-go\/kimi-k2$/);
+  await form.getByRole('button', { name: 'Create' }).click();
+  const fusion = page.locator('[data-combo="e2e-fusion"]');
+  await expect(fusion.getByTestId('settings')).toContainText('judge: opencode-go/kimi-k2');
+
+  await form.getByLabel('Name (the model clients send)').fill('e2e-chain');
+  await form.getByLabel('Strategy').selectOption('pipeline');
+  await expect(form.getByLabel(/^Judge/)).toBeHidden();
+  await form.getByLabel(/^Step retries/).fill('2');
+  await form.getByLabel(/^Targets, in order/).fill('agentrouter/fake-a | Draft it.\nopencode-go/fake-b | Polish it.');
+  await form.getByRole('button', { name: 'Create' }).click();
+  const chain = page.locator('[data-combo="e2e-chain"]');
+  await expect(chain.getByTestId('targets')).toHaveText('agentrouter/fake-a | Draft it.\nopencode-go/fake-b | Polish it.');
+  await expect(chain.getByTestId('settings')).toContainText('step retries 2');
+
+  const key = (await (await page.request.post('/api/keys', { data: { name: `plan-${Date.now()}` } })).json()).key;
+  type Sent = { path: string; body: string };
+  for (const [model, calls] of [
+    ['e2e-fusion', 3],
+    ['e2e-chain', 2],
+  ] as const) {
+    await page.request.delete(`${FAKE}/_control/requests`);
+    const r = await page.request.post('/v1/chat/completions', {
+      headers: { Authorization: `Bearer ${key}` },
+      data: { model, messages: [{ role: 'user', content: 'hi' }] },
+    });
+    expect(r.status(), await r.text()).toBe(200);
+    const sent: Sent[] = await (await page.request.get(`${FAKE}/_control/requests`)).json();
+    // The tests run one at a time: every chat call the fake saw since the clear is this request's.
+    const chat = sent.filter((s) => s.path.endsWith('/chat/completions'));
+    expect(chat.length, `${model}: panel and judge, or one call per step`).toBe(calls);
+    const last = JSON.parse(chat[chat.length - 1].body);
+    expect(last.model).toBe(model === 'e2e-fusion' ? 'kimi-k2' : 'fake-b');
+    expect(JSON.stringify(last.messages)).toContain(model === 'e2e-fusion' ? 'Source 2' : 'Polish it.');
+  }
+  // A prompt on a combo that is not a pipeline is refused, naming the field.
+  await chain.getByText('Edit', { exact: true }).click();
+  await chain.getByTestId('edit-combo').getByLabel('Strategy').selectOption('priority');
+  await chain.getByRole('button', { name: 'Save' }).click();
+  await expect(page.getByRole('alert')).toContainText('targets.0.prompt');
+  await expect(chain.getByTestId('strategy')).toHaveText('pipeline');
+});

@@ -90,6 +90,7 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
         concurrency: Default::default(),
         queues: Default::default(),
         combo_states: Default::default(),
+        handoffs: Default::default(),
         quotas: Default::default(),
         connection_order: Default::default(),
         tool_limits: Default::default(),

@@ -41,6 +41,8 @@ pub struct AppState {
     pub aliases: crate::routing::aliases::AliasRegistry,
     /// What the combo strategies remember between requests.
     pub combo_states: crate::routing::combo_state::ComboStates,
+    /// The conversation summaries of `context-relay` combos.
+    pub handoffs: crate::routing::handoffs::Handoffs,
     /// The accounts' quotas as the upstreams' rate-limit headers report them.
     pub quotas: crate::routing::quota::HeaderQuotas,
     /// The rotation of `fallbackStrategy` per provider.

@@ -43,7 +43,7 @@ async fn combos_are_managed_through_the_api_with_field_level_errors() {
     let list = gw.get_json("/api/combos").await;
     assert_eq!(list["combos"][0]["name"], "coding");
     let bad = [
-        (json!({"name": "x", "strategy": "fusion", "targets": [{"model": "openai/a"}]}), "strategy"),
+        (json!({"name": "x", "strategy": "fastest", "targets": [{"model": "openai/a"}]}), "strategy"),
         (
             json!({"name": "x", "strategy": "weighted", "targets": [{"model": "openai/a", "weight": 101}]}),
             "targets.0.weight",

@@ -117,7 +117,7 @@ async fn a_combo_may_name_a_combo_whose_targets_take_its_place() {
     assert_eq!(status, 400, "{body}");
     let refused = gw.api(Method::DELETE, "/api/combos/inner").send().await.unwrap();
     assert_eq!(refused.status(), 400);
-    assert!(refused.text().await.unwrap().contains("combo outer lists this combo"));
+    assert!(refused.text().await.unwrap().contains("combo outer names this combo"));
 }
 
 #[tokio::test]

@@ -7,12 +7,16 @@
 use leptos::prelude::*;
 
 use crate::{
-    api::{DeleteAlias, DeleteCombo, SaveAlias, SaveCombo, get_aliases, get_catalog, get_combo_status, get_combos},
+    api::{
+        DeleteAlias, DeleteCombo, SaveAlias, SaveCombo, get_aliases, get_catalog, get_combo_status, get_combos,
+        get_connections,
+    },
     components::{Countdown, LastError, Layout, Loading, REFRESH_TICKS, use_ticker},
     types::{
         CatalogEntry,
         alias::Alias,
         combo::{Combo, ComboStatusList, Strategy, format_targets, parse_strategy, parse_targets},
+        connection::ConnectionList,
     },
 };
 
@@ -29,6 +33,8 @@ pub fn CombosPage() -> impl IntoView {
     let status = Resource::new(move || (tick.get() / REFRESH_TICKS, save.version().get()), |_| get_combo_status());
     let live = Live { status, tick };
     let catalog = Resource::new(|| (), |_| get_catalog());
+    let connections = Resource::new(|| (), |_| get_connections());
+    provide_context(Picks { catalog, connections, combos });
     let save_alias = ServerAction::<SaveAlias>::new();
     let delete_alias = ServerAction::<DeleteAlias>::new();
     let aliases = Resource::new(move || (save_alias.version().get(), delete_alias.version().get()), |_| get_aliases());
@@ -91,8 +97,13 @@ fn ComboForm(combo: Option<Combo>, save: ServerAction<SaveCombo>) -> impl IntoVi
     let current = combo.as_ref().map_or(Strategy::Priority, |c| c.strategy);
     let lines = combo.as_ref().map(|c| format_targets(&c.targets)).unwrap_or_default();
     let timeout = combo.as_ref().and_then(|c| c.config.combo_timeout_ms).map(|ms| ms.to_string());
+    let judge = combo.as_ref().and_then(|c| c.config.judge_model.clone());
+    let retries = combo.as_ref().and_then(|c| c.config.max_retries).map(|n| n.to_string());
+    let retry_delay = combo.as_ref().and_then(|c| c.config.retry_delay_ms).map(|ms| ms.to_string());
     let chosen = RwSignal::new(current);
+    let not_chosen = move |s: Strategy| move || chosen.get() != s;
     let problem = RwSignal::new(None::<String>);
+    let typed = RwSignal::new(lines.clone());
     view! {
         <ActionForm action=save attr:class="flex flex-col gap-2" attr:data-testid=if editing { "edit-combo" } else { "create-combo" }>
             {name.clone().map(|n| view! { <input type="hidden" name="replace" value=n /> })}
@@ -124,8 +135,24 @@ fn ComboForm(combo: Option<Combo>, save: ServerAction<SaveCombo>) -> impl IntoVi
                 </label>
             </div>
             <p class="text-xs text-slate-600" data-testid="strategy-explain">{move || chosen.get().explain()}</p>
+            <div class="flex flex-wrap gap-3 items-end" hidden=not_chosen(Strategy::Fusion)>
+                <label class="flex flex-col text-sm">
+                    "Judge (provider/model or a combo; empty = the first target)"
+                    <input name="judge_model" value=judge class=format!("{INPUT} font-mono") placeholder="anthropic/claude-sonnet-4-5" />
+                </label>
+            </div>
+            <div class="flex flex-wrap gap-3 items-end" hidden=not_chosen(Strategy::Pipeline)>
+                <label class="flex flex-col text-sm">
+                    "Step retries on 429/502/503/504 (default 1)"
+                    <input name="max_retries" type="number" min="0" max="10" value=retries class=format!("{INPUT} w-24") />
+                </label>
+                <label class="flex flex-col text-sm">
+                    "Between retries (ms, default 2000)"
+                    <input name="retry_delay_ms" type="number" min="0" max="60000" value=retry_delay class=format!("{INPUT} w-28") />
+                </label>
+            </div>
             <label class="flex flex-col text-sm">
-                "Targets, in order — one per line: provider/model (or another combo's name), then optionally a weight (0–100) and @connection-id"
+                "Targets, in order — one per line: provider/model (or another combo's name), then optionally a weight (0–100) and @connection-id; a pipeline step may end with | its prompt"
                 <textarea
                     name="targets"
                     rows="3"
@@ -133,18 +160,132 @@ fn ComboForm(combo: Option<Combo>, save: ServerAction<SaveCombo>) -> impl IntoVi
                     class=format!("{INPUT} font-mono text-xs")
                     placeholder="openai/gpt-4o 90\ndeepseek/deepseek-chat 10"
                     aria-invalid=move || problem.get().is_some().to_string()
-                    on:input=move |ev| problem.set(parse_targets(&event_target_value(&ev)).err().map(|e| e.message))
+                    prop:value=move || typed.get()
+                    on:input=move |ev| {
+                        let text = event_target_value(&ev);
+                        problem.set(parse_targets(&text).err().map(|e| e.message));
+                        typed.set(text);
+                    }
                 >
                     {lines}
                 </textarea>
             </label>
             {move || problem.get().map(|m| view! { <p class="text-xs text-red-700" data-field-error="targets">{m}</p> })}
+            <TargetPicker typed problem />
             <div>
                 <button type="submit" class="px-3 py-1 rounded-md bg-indigo-600 text-white">
                     {if editing { "Save" } else { "Create" }}
                 </button>
             </div>
         </ActionForm>
+    }
+}
+
+/// What the target picker offers: the catalog's models, the combos, and
+/// the live connections a target may be pinned to.
+#[derive(Clone, Copy)]
+struct Picks {
+    catalog: Resource<Result<Vec<CatalogEntry>, ServerFnError>>,
+    connections: Resource<Result<ConnectionList, ServerFnError>>,
+    combos: Resource<Result<crate::types::combo::ComboList, ServerFnError>>,
+}
+
+/// Adds a target line to the targets text from pickers: a model of the
+/// catalog (or a combo), optionally one live connection of its provider
+/// and a weight. Needs JavaScript; the text itself works without.
+#[component]
+fn TargetPicker(typed: RwSignal<String>, problem: RwSignal<Option<String>>) -> impl IntoView {
+    let picks = expect_context::<Picks>();
+    let (model, connection, weight) =
+        (RwSignal::new(String::new()), RwSignal::new(String::new()), RwSignal::new(String::new()));
+    let add = move |_| {
+        let mut line = model.get_untracked();
+        if line.is_empty() {
+            return;
+        }
+        if let w @ 0..=100 = weight.get_untracked().trim().parse::<u32>().unwrap_or(u32::MAX) {
+            line.push_str(&format!(" {w}"));
+        }
+        let pinned = connection.get_untracked();
+        if !pinned.is_empty() {
+            line.push_str(&format!(" @{pinned}"));
+        }
+        typed.update(|text| {
+            if !text.trim().is_empty() && !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str(&line);
+        });
+        problem.set(parse_targets(&typed.get_untracked()).err().map(|e| e.message));
+        connection.set(String::new());
+    };
+    let provider = move || model.get().split_once('/').map(|(p, _)| p.to_owned());
+    view! {
+        <div class="flex flex-wrap gap-2 items-end text-sm" data-testid="target-picker">
+            <label class="flex flex-col">
+                "Pick a model"
+                <select class=INPUT on:change=move |ev| {
+                    model.set(event_target_value(&ev));
+                    connection.set(String::new());
+                }>
+                    <option value="">"choose…"</option>
+                    <Transition fallback=|| ()>
+                        {move || Suspend::new(async move {
+                            let catalog = picks.catalog.await.unwrap_or_default();
+                            let combos = picks.combos.await.map(|l| l.combos).unwrap_or_default();
+                            view! {
+                                {catalog
+                                    .into_iter()
+                                    .filter(|p| !p.models.is_empty())
+                                    .map(|p| {
+                                        let id = p.id.clone();
+                                        view! {
+                                            <optgroup label=p.name>
+                                                {p.models.into_iter().map(|m| {
+                                                    let value = format!("{id}/{m}");
+                                                    let label = value.clone();
+                                                    view! { <option value=value>{label}</option> }
+                                                }).collect_view()}
+                                            </optgroup>
+                                        }
+                                    })
+                                    .collect_view()}
+                                <optgroup label="Combos">
+                                    {combos.into_iter().map(|c| {
+                                        let label = c.name.clone();
+                                        view! { <option value=c.name>{label}</option> }
+                                    }).collect_view()}
+                                </optgroup>
+                            }
+                        })}
+                    </Transition>
+                </select>
+            </label>
+            <label class="flex flex-col">
+                "On connection (optional)"
+                <select class=INPUT prop:value=move || connection.get() on:change=move |ev| connection.set(event_target_value(&ev))>
+                    <option value="">"any of its provider"</option>
+                    <Transition fallback=|| ()>
+                        {move || Suspend::new(async move {
+                            let all = picks.connections.await.map(|l| l.connections).unwrap_or_default();
+                            view! {
+                                <For each=move || {
+                                    let p = provider();
+                                    all.iter().filter(|c| Some(&c.provider) == p.as_ref()).cloned().collect::<Vec<_>>()
+                                } key=|c| c.id.clone() let:c>
+                                    <option value=c.id.clone()>{format!("{} ({})", c.name, c.provider)}</option>
+                                </For>
+                            }
+                        })}
+                    </Transition>
+                </select>
+            </label>
+            <label class="flex flex-col">
+                "Weight"
+                <input type="number" min="0" max="100" class=format!("{INPUT} w-20") prop:value=move || weight.get() on:input=move |ev| weight.set(event_target_value(&ev)) />
+            </label>
+            <button type="button" class=BUTTON on:click=add>"Add target"</button>
+        </div>
     }
 }
 
@@ -212,7 +353,7 @@ fn ComboTable(
                     <th class="p-2">"Name"</th>
                     <th class="p-2">"Strategy"</th>
                     <th class="p-2">"Targets"</th>
-                    <th class="p-2">"Timeout"</th>
+                    <th class="p-2">"Settings"</th>
                     <th class="p-2">"Now"</th>
                     <th class="p-2">"Actions"</th>
                 </tr>
@@ -221,7 +362,7 @@ fn ComboTable(
                 {combos
                     .into_iter()
                     .map(|c| {
-                        let timeout = c.config.combo_timeout_ms.map_or("none".to_owned(), |ms| format!("{ms} ms"));
+                        let settings = settings_summary(&c);
                         let (strategy, targets) = (c.strategy, format_targets(&c.targets));
                         // Each part of the row owns its copy of the name.
                         let [row, cell, name, now] = std::array::from_fn(|_| c.name.clone());
@@ -230,7 +371,7 @@ fn ComboTable(
                                 <td class="p-2 font-mono">{cell}</td>
                                 <td class="p-2" data-testid="strategy" title=strategy.explain()>{strategy.as_str()}</td>
                                 <td class="p-2 font-mono text-xs whitespace-pre" data-testid="targets">{targets}</td>
-                                <td class="p-2">{timeout}</td>
+                                <td class="p-2 text-xs" data-testid="settings">{settings}</td>
                                 <td class="p-2"><ComboNow name=now live /></td>
                                 <td class="p-2 flex flex-wrap gap-1">
                                     <ActionForm action=delete>
@@ -251,6 +392,28 @@ fn ComboTable(
         </div>
     }
     .into_any()
+}
+
+/// A combo's config in words: its timeout, and its strategy's own fields.
+fn settings_summary(c: &Combo) -> String {
+    let cfg = &c.config;
+    let mut parts = vec![cfg.combo_timeout_ms.map_or("no timeout".to_owned(), |ms| format!("timeout {ms} ms"))];
+    match c.strategy {
+        Strategy::Fusion => {
+            let judge = cfg.judge_model.as_deref().unwrap_or("the first target");
+            parts.push(format!("judge: {judge}"));
+            let t = cfg.fusion(c.targets.len());
+            parts.push(format!(
+                "waits for {} answers, then {} ms; at most {} ms",
+                t.min_panel, t.straggler_grace_ms, t.panel_hard_timeout_ms
+            ));
+        }
+        Strategy::Pipeline => {
+            parts.push(format!("step retries {} ({} ms apart)", cfg.max_retries(), cfg.retry_delay_ms()));
+        }
+        _ => {}
+    }
+    parts.join("; ")
 }
 
 /// The `provider/model` ids the catalog knows, to copy into targets.

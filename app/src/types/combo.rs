@@ -56,10 +56,21 @@ pub enum Strategy {
     /// One target per account; a conversation always leads with the same
     /// account (rendezvous hashing of its session), so its prompt cache stays warm.
     CacheOptimized,
+    /// As listed; when the account serving a conversation nears its quota,
+    /// a summary of the conversation is made for the account that takes
+    /// it over.
+    ContextRelay,
+    /// Ranked by a weighted score (health, quota, price, latency), with
+    /// some exploration and rotation among the best.
+    Auto,
+    /// Every target answers in parallel; a judge writes one answer from theirs.
+    Fusion,
+    /// The targets in a chain: each answers the previous one's text.
+    Pipeline,
 }
 
 impl Strategy {
-    pub const ALL: [Self; 16] = [
+    pub const ALL: [Self; 20] = [
         Self::Priority,
         Self::Weighted,
         Self::RoundRobin,
@@ -76,6 +87,10 @@ impl Strategy {
         Self::Headroom,
         Self::QuotaWeighted,
         Self::CacheOptimized,
+        Self::ContextRelay,
+        Self::Auto,
+        Self::Fusion,
+        Self::Pipeline,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -96,6 +111,10 @@ impl Strategy {
             Self::Headroom => "headroom",
             Self::QuotaWeighted => "quota-weighted",
             Self::CacheOptimized => "cache-optimized",
+            Self::ContextRelay => "context-relay",
+            Self::Auto => "auto",
+            Self::Fusion => "fusion",
+            Self::Pipeline => "pipeline",
         }
     }
 
@@ -140,6 +159,18 @@ impl Strategy {
             Self::CacheOptimized => {
                 "Tries every account of each target; each conversation always leads with the same one, so its prompt cache stays warm. Without a session, as listed."
             }
+            Self::ContextRelay => {
+                "Tries the targets as listed. When the account serving a conversation nears its rate limit, a summary of the conversation is written, and another account taking the conversation over gets it as a system note."
+            }
+            Self::Auto => {
+                "Leads with the best-scoring target (breaker health, quota left, price, latency), now and then exploring another; the rest follow by score."
+            }
+            Self::Fusion => {
+                "Asks every target at once (without tools, not streamed) and has the judge model (default: the first target) write one answer from theirs."
+            }
+            Self::Pipeline => {
+                "Runs the targets as a chain: each gets its prompt and the previous target's answer; the last one's answer, streamed, is the reply."
+            }
         }
     }
 }
@@ -156,6 +187,9 @@ pub struct ComboTarget {
     /// Share of traffic under `weighted` (0–100; all 0 = an even split).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weight: Option<u32>,
+    /// `pipeline` only: this step's instructions, sent as its system prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
 }
 
 impl ComboTarget {
@@ -165,7 +199,8 @@ impl ComboTarget {
     }
 }
 
-/// Per-combo behaviour beyond the strategy.
+/// Per-combo behaviour beyond the strategy. Fields a strategy does not
+/// read are refused for it, so a saved config always means something.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ComboConfig {
@@ -173,6 +208,196 @@ pub struct ComboConfig {
     /// unset: no limit) and answer `504 COMBO_TIMEOUT`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub combo_timeout_ms: Option<u64>,
+    /// `pipeline`: how often an intermediate step that failed with
+    /// 429/502/503/504 is tried again (0–10, default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_retries: Option<u32>,
+    /// `pipeline`: the wait before such a retry (0–60000 ms, default 2000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_delay_ms: Option<u64>,
+    /// `fusion`: who writes the answer from the panel's (`provider/model`
+    /// or a combo; default the first target).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_model: Option<String>,
+    /// `fusion`: how the panel is gathered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fusion_tuning: Option<FusionTuning>,
+    /// `context-relay`: the share of the serving account's quota used
+    /// (0.5–0.94, default 0.85) from which a handoff summary is written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff_threshold: Option<f64>,
+    /// `context-relay`: who writes the summary (`provider/model`; default
+    /// the model that served).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff_model: Option<String>,
+    /// `context-relay`: the providers whose accounts hand off (default:
+    /// every provider).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff_providers: Option<Vec<String>>,
+    /// `context-relay`: the latest messages the summary covers (5–100,
+    /// default 30).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_messages_for_summary: Option<u32>,
+}
+
+/// How a `fusion` combo gathers its panel (every field optional; the
+/// defaults are the [`FusionTuning`] constants).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FusionTuning {
+    /// Answers to wait for before stragglers get only their grace (default
+    /// 2; at most the panel's size).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_panel: Option<u32>,
+    /// How long stragglers may still answer once `minPanel` answered
+    /// (default 8000 ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub straggler_grace_ms: Option<u64>,
+    /// The panel's whole time (default 90000 ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub panel_hard_timeout_ms: Option<u64>,
+    /// The largest panel accepted (default 40, 1–200): a bigger one is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_panel: Option<u32>,
+}
+
+impl FusionTuning {
+    pub const DEFAULT_MIN_PANEL: u32 = 2;
+    pub const DEFAULT_STRAGGLER_GRACE_MS: u64 = 8_000;
+    pub const DEFAULT_PANEL_HARD_TIMEOUT_MS: u64 = 90_000;
+    pub const DEFAULT_MAX_PANEL: u32 = 40;
+    pub const MAX_MAX_PANEL: u32 = 200;
+    /// The longest grace or panel time (10 min).
+    pub const MAX_WAIT_MS: u64 = 600_000;
+}
+
+impl ComboConfig {
+    pub const DEFAULT_MAX_RETRIES: u32 = 1;
+    pub const MAX_MAX_RETRIES: u32 = 10;
+    pub const DEFAULT_RETRY_DELAY_MS: u64 = 2_000;
+    pub const MAX_RETRY_DELAY_MS: u64 = 60_000;
+
+    pub const DEFAULT_HANDOFF_THRESHOLD: f64 = 0.85;
+    pub const HANDOFF_THRESHOLD_RANGE: (f64, f64) = (0.5, 0.94);
+    pub const DEFAULT_MAX_MESSAGES_FOR_SUMMARY: u32 = 30;
+    pub const MAX_MESSAGES_FOR_SUMMARY_RANGE: (u32, u32) = (5, 100);
+
+    pub fn handoff_threshold(&self) -> f64 {
+        self.handoff_threshold.unwrap_or(Self::DEFAULT_HANDOFF_THRESHOLD)
+    }
+
+    pub fn max_messages_for_summary(&self) -> usize {
+        self.max_messages_for_summary.unwrap_or(Self::DEFAULT_MAX_MESSAGES_FOR_SUMMARY) as usize
+    }
+
+    /// Whether `provider`'s accounts hand off.
+    pub fn hands_off(&self, provider: &str) -> bool {
+        self.handoff_providers.as_ref().is_none_or(|list| list.iter().any(|p| p == provider))
+    }
+
+    pub fn max_retries(&self) -> u32 {
+        self.max_retries.unwrap_or(Self::DEFAULT_MAX_RETRIES)
+    }
+
+    pub fn retry_delay_ms(&self) -> u64 {
+        self.retry_delay_ms.unwrap_or(Self::DEFAULT_RETRY_DELAY_MS)
+    }
+
+    /// The fusion tuning with its defaults filled in, `minPanel` clamped to
+    /// 1..=`panel`.
+    pub fn fusion(&self, panel: usize) -> FusionSettings {
+        let t = self.fusion_tuning.unwrap_or_default();
+        let panel = u32::try_from(panel).unwrap_or(u32::MAX).max(1);
+        FusionSettings {
+            min_panel: t.min_panel.unwrap_or(FusionTuning::DEFAULT_MIN_PANEL).clamp(1, panel),
+            straggler_grace_ms: t.straggler_grace_ms.unwrap_or(FusionTuning::DEFAULT_STRAGGLER_GRACE_MS),
+            panel_hard_timeout_ms: t.panel_hard_timeout_ms.unwrap_or(FusionTuning::DEFAULT_PANEL_HARD_TIMEOUT_MS),
+            max_panel: t.max_panel.unwrap_or(FusionTuning::DEFAULT_MAX_PANEL),
+        }
+    }
+
+    /// Field checks; `strategy` decides which fields may be set at all.
+    fn validate(&self, strategy: Strategy, e: &mut Errors) {
+        if let Some(ms) = self.combo_timeout_ms {
+            e.range("config.comboTimeoutMs", i64::try_from(ms).unwrap_or(i64::MAX), 0, MAX_COMBO_TIMEOUT_MS as i64);
+        }
+        let only = |e: &mut Errors, set: bool, field: &str, owner: Strategy| {
+            if set && strategy != owner {
+                e.push(field, format!("is read only by the {} strategy", owner.as_str()));
+            }
+        };
+        only(e, self.max_retries.is_some(), "config.maxRetries", Strategy::Pipeline);
+        only(e, self.retry_delay_ms.is_some(), "config.retryDelayMs", Strategy::Pipeline);
+        only(e, self.judge_model.is_some(), "config.judgeModel", Strategy::Fusion);
+        only(e, self.fusion_tuning.is_some(), "config.fusionTuning", Strategy::Fusion);
+        let relay = Strategy::ContextRelay;
+        only(e, self.handoff_threshold.is_some(), "config.handoffThreshold", relay);
+        only(e, self.handoff_model.is_some(), "config.handoffModel", relay);
+        only(e, self.handoff_providers.is_some(), "config.handoffProviders", relay);
+        only(e, self.max_messages_for_summary.is_some(), "config.maxMessagesForSummary", relay);
+        let (low, high) = Self::HANDOFF_THRESHOLD_RANGE;
+        if self.handoff_threshold.is_some_and(|t| !(low..=high).contains(&t)) {
+            e.push("config.handoffThreshold", format!("must be {low} to {high}"));
+        }
+        let provider_model = |m: &str| m.split_once('/').is_some_and(|(p, m)| !p.is_empty() && !m.is_empty());
+        if self.handoff_model.as_deref().is_some_and(|m| !provider_model(m)) {
+            e.push("config.handoffModel", "must be provider/model");
+        }
+        if self.handoff_providers.as_ref().is_some_and(|l| l.is_empty() || l.iter().any(|p| p.trim().is_empty())) {
+            e.push("config.handoffProviders", "must list provider ids (leave it out for every provider)");
+        }
+        if let Some(n) = self.max_messages_for_summary {
+            let (low, high) = Self::MAX_MESSAGES_FOR_SUMMARY_RANGE;
+            e.range("config.maxMessagesForSummary", n.into(), low.into(), high.into());
+        }
+        let wide = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        if let Some(n) = self.max_retries {
+            e.range("config.maxRetries", n.into(), 0, Self::MAX_MAX_RETRIES.into());
+        }
+        if let Some(ms) = self.retry_delay_ms {
+            e.range("config.retryDelayMs", wide(ms), 0, wide(Self::MAX_RETRY_DELAY_MS));
+        }
+        if let Some(judge) = &self.judge_model {
+            target_model(e, "config.judgeModel", judge);
+        }
+        let t = self.fusion_tuning.unwrap_or_default();
+        if let Some(n) = t.min_panel {
+            e.range("config.fusionTuning.minPanel", n.into(), 1, FusionTuning::MAX_MAX_PANEL.into());
+        }
+        if let Some(n) = t.max_panel {
+            e.range("config.fusionTuning.maxPanel", n.into(), 1, FusionTuning::MAX_MAX_PANEL.into());
+        }
+        let max_wait = wide(FusionTuning::MAX_WAIT_MS);
+        if let Some(ms) = t.straggler_grace_ms {
+            e.range("config.fusionTuning.stragglerGraceMs", wide(ms), 0, max_wait);
+        }
+        if let Some(ms) = t.panel_hard_timeout_ms {
+            e.range("config.fusionTuning.panelHardTimeoutMs", wide(ms), 1, max_wait);
+        }
+    }
+}
+
+/// [`FusionTuning`] with every default filled in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FusionSettings {
+    pub min_panel: u32,
+    pub straggler_grace_ms: u64,
+    pub panel_hard_timeout_ms: u64,
+    pub max_panel: u32,
+}
+
+/// The longest pipeline step prompt.
+pub const MAX_PROMPT_CHARS: usize = 20_000;
+
+/// Checks a target's model: `provider/model` or a combo's name.
+fn target_model(e: &mut Errors, field: &str, model: &str) {
+    if model.contains('/') {
+        if !model.split_once('/').is_some_and(|(p, m)| !p.is_empty() && !m.is_empty()) {
+            e.push(field, "must be provider/model or a combo's name");
+        }
+    } else {
+        e.model_name(field, model, 64);
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -191,6 +416,12 @@ fn is_default(c: &ComboConfig) -> bool {
 }
 
 impl Combo {
+    /// The combos this combo names: as targets, and as its fusion judge.
+    pub fn combo_refs(&self) -> impl Iterator<Item = &str> {
+        let judge = self.config.judge_model.as_deref().filter(|m| !m.contains('/'));
+        self.targets.iter().filter_map(ComboTarget::combo_ref).chain(judge)
+    }
+
     /// Field checks that need no catalog; the server adds the provider check.
     pub fn validate(&self) -> Result<(), Vec<FieldError>> {
         let mut e = Errors::default();
@@ -199,13 +430,16 @@ impl Combo {
             e.push("targets", format!("must list 1 to {MAX_COMBO_TARGETS} targets"));
         }
         for (i, t) in self.targets.iter().enumerate() {
-            let field = format!("targets.{i}.model");
-            match t.combo_ref() {
-                Some(name) => e.model_name(&field, name, 64),
-                None if !t.model.split_once('/').is_some_and(|(p, m)| !p.is_empty() && !m.is_empty()) => {
-                    e.push(&field, "must be provider/model or a combo's name");
+            target_model(&mut e, &format!("targets.{i}.model"), &t.model);
+            if let Some(prompt) = &t.prompt {
+                let field = format!("targets.{i}.prompt");
+                if self.strategy != Strategy::Pipeline {
+                    e.push(&field, "is read only by the pipeline strategy");
+                } else if prompt.trim().is_empty() || prompt.chars().count() > MAX_PROMPT_CHARS {
+                    e.push(&field, format!("must be 1 to {MAX_PROMPT_CHARS} characters"));
+                } else if prompt.contains(|c: char| c.is_control() && c != '\n' && c != '\t') {
+                    e.push(&field, "must not contain control characters other than line breaks and tabs");
                 }
-                None => {}
             }
             if t.combo_ref().is_some() && t.connection_id.is_some() {
                 e.push(&format!("targets.{i}.connectionId"), "a combo target cannot be pinned to a connection");
@@ -214,27 +448,33 @@ impl Combo {
                 e.push(&format!("targets.{i}.weight"), format!("must be 0 to {MAX_WEIGHT}"));
             }
         }
-        if let Some(ms) = self.config.combo_timeout_ms {
-            e.range("config.comboTimeoutMs", i64::try_from(ms).unwrap_or(i64::MAX), 0, MAX_COMBO_TIMEOUT_MS as i64);
-        }
+        self.config.validate(self.strategy, &mut e);
         e.into_result()
     }
 }
 
 /// The dashboard's targets text: one target per line, `provider/model`,
 /// then optionally a weight (0–100) and `@connectionId`, e.g.
-/// `openai/gpt-4o 90`. Checked as it is typed and again on save.
+/// `openai/gpt-4o 90`, and for a pipeline step `| its prompt`. Checked as
+/// it is typed and again on save.
 pub fn parse_targets(text: &str) -> Result<Vec<ComboTarget>, FieldError> {
     let bad = |n: usize, why: &str| FieldError::new("targets", format!("line {n}: {why}"));
     let mut targets = Vec::new();
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let n = i + 1;
+        let (line, prompt) = match line.split_once('|') {
+            Some((target, prompt)) => (target, Some(prompt.trim().to_owned()).filter(|p| !p.is_empty())),
+            None => (line, None),
+        };
         let mut words = line.split_whitespace();
         let model = words.next().unwrap_or_default();
         if model.contains('/') && !model.split_once('/').is_some_and(|(p, m)| !p.is_empty() && !m.is_empty()) {
             return Err(bad(n, "start with provider/model or a combo's name, e.g. openai/gpt-4o 90"));
         }
-        let mut target = ComboTarget { model: model.to_owned(), connection_id: None, weight: None };
+        if model.is_empty() {
+            return Err(bad(n, "start with provider/model or a combo's name, e.g. openai/gpt-4o 90"));
+        }
+        let mut target = ComboTarget { model: model.to_owned(), connection_id: None, weight: None, prompt };
         for word in words {
             if let Some(id) = word.strip_prefix('@').filter(|id| !id.is_empty()) {
                 target.connection_id = Some(id.to_owned());
@@ -262,6 +502,10 @@ pub fn format_targets(targets: &[ComboTarget]) -> String {
         }
         if let Some(c) = &t.connection_id {
             l.push_str(&format!(" @{c}"));
+        }
+        if let Some(p) = &t.prompt {
+            // One line per target: a prompt's line breaks become spaces.
+            l.push_str(&format!(" | {}", p.split_whitespace().collect::<Vec<_>>().join(" ")));
         }
         l
     };
@@ -314,7 +558,7 @@ mod tests {
     use super::*;
 
     fn target(m: &str) -> ComboTarget {
-        ComboTarget { model: m.into(), connection_id: None, weight: None }
+        ComboTarget { model: m.into(), connection_id: None, weight: None, prompt: None }
     }
 
     fn combo() -> Combo {
@@ -343,19 +587,54 @@ mod tests {
         let pinned_ref = ComboTarget { connection_id: Some("c1".into()), ..target("other-combo") };
         assert_eq!(fields(Combo { targets: vec![pinned_ref], ..ok.clone() }), ["targets.0.connectionId"]);
         assert_eq!(Combo { targets: vec![target("other-combo")], ..ok }.validate(), Ok(()), "a combo may name a combo");
-        let unknown: Result<Combo, _> = serde_json::from_str(r#"{"name":"x","strategy":"fusion","targets":[]}"#);
-        assert!(unknown.is_err(), "strategies not built yet are refused");
+        let unknown: Result<Combo, _> = serde_json::from_str(r#"{"name":"x","strategy":"fastest","targets":[]}"#);
+        assert!(unknown.is_err(), "unknown strategies are refused");
     }
 
     #[test]
     fn weights_and_the_combo_timeout_are_bounded() {
         let heavy = ComboTarget { weight: Some(101), ..target("openai/gpt-4o") };
         assert_eq!(fields(Combo { targets: vec![heavy], ..combo() }), ["targets.0.weight"]);
-        let config = ComboConfig { combo_timeout_ms: Some(MAX_COMBO_TIMEOUT_MS + 1) };
+        let config = ComboConfig { combo_timeout_ms: Some(MAX_COMBO_TIMEOUT_MS + 1), ..ComboConfig::default() };
         assert_eq!(fields(Combo { config, ..combo() }), ["config.comboTimeoutMs"]);
         let unknown: Result<Combo, _> =
-            serde_json::from_str(r#"{"name":"x","strategy":"priority","targets":[],"config":{"maxRetries":1}}"#);
+            serde_json::from_str(r#"{"name":"x","strategy":"priority","targets":[],"config":{"hedging":true}}"#);
         assert!(unknown.is_err(), "config fields the engine does not read are refused");
+    }
+
+    #[test]
+    fn strategy_fields_are_refused_for_other_strategies_and_bounded_for_their_own() {
+        let config: ComboConfig = serde_json::from_value(serde_json::json!({
+            "maxRetries": 11, "retryDelayMs": 1, "judgeModel": "openai/", "fusionTuning": {"minPanel": 0, "panelHardTimeoutMs": 0}
+        }))
+        .unwrap();
+        let prompted = ComboTarget { prompt: Some("summarise".into()), ..target("openai/gpt-4o") };
+        let priority = Combo { config: config.clone(), targets: vec![prompted.clone()], ..combo() };
+        assert_eq!(
+            fields(priority),
+            [
+                "targets.0.prompt",
+                "config.maxRetries",
+                "config.retryDelayMs",
+                "config.judgeModel",
+                "config.fusionTuning",
+                "config.maxRetries",
+                "config.judgeModel",
+                "config.fusionTuning.minPanel",
+                "config.fusionTuning.panelHardTimeoutMs"
+            ]
+        );
+        let pipeline = Combo { strategy: Strategy::Pipeline, ..combo() };
+        let ok = ComboConfig { max_retries: Some(10), retry_delay_ms: Some(0), ..ComboConfig::default() };
+        assert_eq!(Combo { config: ok, targets: vec![prompted], ..pipeline.clone() }.validate(), Ok(()));
+        let control = ComboTarget { prompt: Some("a\u{1b}b".into()), ..target("openai/gpt-4o") };
+        assert_eq!(fields(Combo { targets: vec![control], ..pipeline }), ["targets.0.prompt"]);
+        let fusion = Combo { strategy: Strategy::Fusion, ..combo() };
+        let judge = ComboConfig { judge_model: Some("panel-judge".into()), ..ComboConfig::default() };
+        assert_eq!(Combo { config: judge, ..fusion.clone() }.combo_refs().collect::<Vec<_>>(), ["panel-judge"]);
+        let tuned = ComboConfig::default().fusion(3);
+        assert_eq!((tuned.min_panel, tuned.max_panel, tuned.straggler_grace_ms), (2, 40, 8_000));
+        assert_eq!(ComboConfig::default().fusion(1).min_panel, 1, "minPanel is at most the panel's size");
     }
 
     #[test]
@@ -367,11 +646,16 @@ mod tests {
             ComboTarget {
                 model: "deepseek/deepseek-chat".into(),
                 connection_id: Some("conn-1".into()),
-                weight: Some(10)
+                weight: Some(10),
+                prompt: None
             }
         );
         assert_eq!(targets[2].weight, None);
         assert_eq!(parse_targets(&format_targets(&targets)).unwrap(), targets);
+        let steps = parse_targets("openai/gpt-4o | Summarise: be brief\ngroq/llama|").unwrap();
+        assert_eq!(steps[0].prompt.as_deref(), Some("Summarise: be brief"));
+        assert_eq!(steps[1].prompt, None, "an empty prompt is none");
+        assert_eq!(parse_targets(&format_targets(&steps)).unwrap(), steps);
         let err = |t: &str| parse_targets(t).unwrap_err().message;
         assert_eq!(
             err("openai/gpt-4o\nopenai/"),
@@ -380,8 +664,9 @@ mod tests {
         assert_eq!(parse_targets("backup 10").unwrap()[0].combo_ref(), Some("backup"));
         assert!(err("openai/gpt-4o 101").contains("neither a weight"));
         assert!(err(" \n").contains("at least one target"));
+        assert!(err(" | a prompt alone").contains("start with provider/model"));
         assert_eq!(parse_strategy("round-robin"), Ok(Strategy::RoundRobin));
-        assert_eq!(parse_strategy("fusion").unwrap_err().field, "strategy");
+        assert_eq!(parse_strategy("fastest").unwrap_err().field, "strategy");
     }
 
     #[test]

@@ -57,13 +57,7 @@ pub fn response(
     client: Protocol,
     created: i64,
 ) -> Result<(Bytes, ir::Usage), Invalid> {
-    let v: Value = serde_json::from_slice(body).map_err(|e| invalid("response", e.to_string()))?;
-    let r = match upstream {
-        Protocol::OpenaiChat => openai_chat::read_response(&v)?,
-        Protocol::Anthropic => anthropic::read_response(&v)?,
-        Protocol::Responses => responses::read_response(&v)?,
-        Protocol::Gemini => gemini::read_response(&v)?,
-    };
+    let r = read_response(upstream, body)?;
     let out = match client {
         Protocol::OpenaiChat => openai_chat::write_response(&r, created),
         Protocol::Anthropic => anthropic::write_response(&r),
@@ -71,6 +65,25 @@ pub fn response(
         Protocol::Gemini => gemini_inbound::write_response(&r),
     };
     Ok((Bytes::from(out.to_string()), r.usage))
+}
+
+/// A complete answer in protocol `p` (an upstream's, or the gateway's own
+/// to a client: each protocol's answer has one shape).
+fn read_response(p: Protocol, body: &[u8]) -> Result<ir::Response, Invalid> {
+    let v: Value = serde_json::from_slice(body).map_err(|e| invalid("response", e.to_string()))?;
+    match p {
+        Protocol::OpenaiChat => openai_chat::read_response(&v),
+        Protocol::Anthropic => anthropic::read_response(&v),
+        Protocol::Responses => responses::read_response(&v),
+        Protocol::Gemini => gemini::read_response(&v),
+    }
+}
+
+/// The text of a complete answer in protocol `p` (its text parts joined;
+/// reasoning and tool calls left out).
+pub fn response_text(p: Protocol, body: &[u8]) -> Result<String, Invalid> {
+    let r = read_response(p, body)?;
+    Ok(r.parts.iter().filter_map(|part| if let ir::Part::Text(t) = part { Some(t.as_str()) } else { None }).collect())
 }
 
 /// The text of an upstream error body in any protocol's envelope.

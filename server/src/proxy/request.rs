@@ -204,26 +204,55 @@ impl ClientRequest {
     /// whitespace, which Anthropic refuses there), which an upstream that
     /// prefills continues.
     pub fn continued(&self, prefix: &str) -> Result<Self, ProxyError> {
-        let mut ir = self.ir().map_err(|e| ProxyError::bad_field(e.field.clone(), e.to_string()))?.clone();
         let prefix = prefix.trim_end();
-        if !prefix.is_empty() {
-            ir.push(ir::Role::Assistant, vec![ir::Part::Text(prefix.to_owned())]);
-        }
+        self.derived(&self.model, self.stream, |ir| {
+            if !prefix.is_empty() {
+                ir.push(ir::Role::Assistant, vec![ir::Part::Text(prefix.to_owned())]);
+            }
+        })
+    }
+
+    /// A request the gateway makes from this one for `model` (a fusion
+    /// panel's or judge's, a pipeline step's, a continuation): `edit`
+    /// changes its internal representation, and every target's body is
+    /// written from that, never spliced from the client's.
+    pub fn derived(&self, model: &str, stream: bool, edit: impl FnOnce(&mut ir::Request)) -> Result<Self, ProxyError> {
+        let mut ir = self.ir().map_err(|e| ProxyError::bad_field(e.field.clone(), e.to_string()))?.clone();
+        edit(&mut ir);
         let ir_cell = OnceLock::new();
         let _ = ir_cell.set(Ok(ir));
         Ok(Self {
-            protocol: self.protocol,
-            model: self.model.clone(),
-            stream: self.stream,
+            stream,
             body: Bytes::new(),
             model_span: None,
             ir: ir_cell,
+            continuation: true,
+            ..self.retargeted(model)
+        })
+    }
+
+    /// This very request for `model` instead (the client's body, spliced as
+    /// usual).
+    pub fn retargeted(&self, model: &str) -> Self {
+        Self {
+            protocol: self.protocol,
+            model: model.to_owned(),
+            stream: self.stream,
+            body: self.body.clone(),
+            model_span: self.model_span.clone(),
+            ir: self.ir.clone(),
             passthrough_headers: self.passthrough_headers.clone(),
             session_key: self.session_key.clone(),
             session: OnceLock::new(),
             background_dropped: false,
-            continuation: true,
-        })
+            continuation: self.continuation,
+        }
+    }
+
+    /// Whether the request offers tools the model may call (`tools` and a
+    /// `tool_choice` other than none).
+    pub fn offers_tools(&self) -> bool {
+        self.ir().is_ok_and(|r| !r.tools.is_empty() && r.tool_choice != Some(ir::ToolChoice::None))
     }
 
     /// The client session (SPEC §R2.2): its headers or body ids, else its

@@ -3,7 +3,10 @@
 //! anything else resolves to one target; the dispatch loop serves the
 //! plan. Errors are answered in the client's protocol's envelope.
 
-use app::types::Protocol;
+use app::types::{
+    Protocol,
+    combo::{ComboTarget, Strategy},
+};
 use axum::{
     Extension,
     body::Bytes,
@@ -17,14 +20,19 @@ use super::{
     context::RequestId,
     dispatch::{self, plan::Plan},
     errors::ProxyError,
+    handoff,
     leases::{self, LeaseContext},
+    multi,
     request::ClientRequest,
     resume::Resumer,
     stream::keepalive,
 };
 use crate::{
     auth::api_keys::KeyEntry,
-    routing::resolve::{ResolveError, resolve},
+    routing::{
+        registry::Snapshot,
+        resolve::{ResolveError, Target, resolve},
+    },
     state::AppState,
 };
 
@@ -130,17 +138,60 @@ pub async fn serve(state: &Arc<AppState>, req: &ClientRequest, inbound: &Inbound
     let aliased = state.aliases.resolve(&req.model);
     let model = aliased.as_deref().unwrap_or(&req.model);
     let plan = match state.combos.get(model) {
+        // fusion and pipeline make several calls of their own.
+        Some(combo) if multi::runs(combo.strategy) => return multi::serve(state, req, inbound, combo).await,
         Some(combo) => Plan::combo(combo, &snapshot, state, inbound.key, req.session()),
-        None => Plan::single(resolve(model, &snapshot).map_err(|e| match e {
-            ResolveError::Ambiguous(..) => ProxyError::bad_field("model", e.to_string()),
-            ResolveError::Unknown(_) => ProxyError {
-                param: Some("model".into()),
-                ..ProxyError::new(StatusCode::NOT_FOUND, "invalid_request_error", "model_not_found", e.to_string())
-            },
-        })?),
+        None => Plan::single(resolved(model, &snapshot)?, None),
     };
+    let alias = aliased.is_some().then_some(req.model.as_str());
+    let Some(relay) = plan.combo.clone().filter(|c| c.strategy == Strategy::ContextRelay) else {
+        return serve_plan(state, req, inbound, &snapshot, &plan, alias, None).await;
+    };
+    let prepared = handoff::prepared(state, &relay, req)?;
+    let noted = prepared.as_ref().map(|(h, noted)| (h.from_connection.as_str(), noted));
+    let response = serve_plan(state, req, inbound, &snapshot, &plan, alias, noted).await?;
+    handoff::after_served(state, &relay, &plan, req, inbound, &response);
+    Ok(response)
+}
+
+/// Serves `req` by one target of a combo run by `multi` (its model, or
+/// the combo it names, through the whole dispatch loop).
+pub async fn serve_member(
+    state: &Arc<AppState>,
+    req: &ClientRequest,
+    inbound: &Inbound<'_>,
+    member: &ComboTarget,
+) -> Result<Response, ProxyError> {
+    if member.combo_ref().is_some() {
+        return Box::pin(serve(state, req, inbound)).await;
+    }
+    let snapshot = state.connections.snapshot();
+    let plan = Plan::single(resolved(&member.model, &snapshot)?, member.connection_id.clone());
+    serve_plan(state, req, inbound, &snapshot, &plan, None, None).await
+}
+
+/// The one target a model names.
+fn resolved(model: &str, snapshot: &Snapshot) -> Result<Target, ProxyError> {
+    resolve(model, snapshot).map_err(|e| match e {
+        ResolveError::Ambiguous(..) => ProxyError::bad_field("model", e.to_string()),
+        ResolveError::Unknown(_) => ProxyError {
+            param: Some("model".into()),
+            ..ProxyError::new(StatusCode::NOT_FOUND, "invalid_request_error", "model_not_found", e.to_string())
+        },
+    })
+}
+
+async fn serve_plan(
+    state: &Arc<AppState>,
+    req: &ClientRequest,
+    inbound: &Inbound<'_>,
+    snapshot: &Snapshot,
+    plan: &Plan,
+    alias: Option<&str>,
+    handoff: Option<(&str, &ClientRequest)>,
+) -> Result<Response, ProxyError> {
     let lease = match &inbound.lease {
-        Some(ctx) => Some(leases::fenced(state, inbound.key, ctx, &plan).await?),
+        Some(ctx) => Some(leases::fenced(state, inbound.key, ctx, plan).await?),
         None => None,
     };
     let caller = dispatch::Caller {
@@ -151,13 +202,14 @@ pub async fn serve(state: &Arc<AppState>, req: &ClientRequest, inbound: &Inbound
         key: inbound.key,
         passthrough_headers: &req.passthrough_headers,
         recovered: Default::default(),
-        alias: aliased.is_some().then_some(req.model.as_str()),
+        alias,
         request: Some(req),
         lease: lease.as_ref(),
         resume: inbound.resume.as_ref(),
         continuing: inbound.continuing,
+        handoff,
     };
-    let served = dispatch::run(state, &snapshot, &plan, &caller, |protocol, model| req.body_for(protocol, model));
+    let served = dispatch::run(state, snapshot, plan, &caller, |protocol, model| req.body_for(protocol, model));
     let mut response = served.await?;
     if req.background_dropped {
         tracing::warn!(request_id = inbound.request_id, "{}", super::request::BACKGROUND_WARNING);

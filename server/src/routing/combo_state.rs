@@ -39,6 +39,8 @@ pub struct ComboState {
     pub last_good: Option<LastGood>,
     /// Whose turn it is among tied accounts (`reset-window`, `reset-aware`).
     pub tie_turn: usize,
+    /// Whose turn it is within the tier `auto` leads from.
+    pub auto_turn: usize,
     pub targets: std::collections::HashMap<String, TargetStats>,
 }
 

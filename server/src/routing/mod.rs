@@ -6,6 +6,7 @@ pub mod aliases;
 pub mod combo_state;
 pub mod combos;
 pub mod connection_order;
+pub mod handoffs;
 pub mod leases;
 pub mod quota;
 pub mod registry;

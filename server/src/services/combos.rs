@@ -6,7 +6,7 @@ use app::types::combo::{Combo, ComboList, ComboStatus, ComboStatusList, ComboTar
 use super::ServiceError;
 use crate::{
     db::combos as repo,
-    proxy::dispatch::plan,
+    proxy::{dispatch::plan, multi},
     resilience::{
         breaker::BreakerState,
         engine::{self, Exclusion},
@@ -33,19 +33,33 @@ pub async fn put(state: &AppState, combo: Combo) -> Result<Combo, ServiceError> 
     } else if state.aliases.resolve(&combo.name).is_some() {
         errors.push(app::types::FieldError::new("name", "is already an alias; choose another name"));
     }
+    if let Some(why) = flattened_by_parent(state, &combo) {
+        errors.push(app::types::FieldError::new("strategy", why));
+    }
     for (i, t) in combo.targets.iter().enumerate() {
-        if let Some(name) = t.combo_ref() {
-            if let Err(why) = nesting(state, &combo.name, name) {
-                errors.push(app::types::FieldError::new(format!("targets.{i}.model"), why));
-            }
-            continue;
+        let runs_itself = t.combo_ref().and_then(|name| state.combos.get(name)).filter(|c| multi::runs(c.strategy));
+        if let Some(sub) = runs_itself.filter(|_| !multi::runs(combo.strategy)) {
+            let why = format!(
+                "combo {} runs its own plan ({}); name it as the judge, through an alias, or from another fusion or pipeline combo",
+                sub.name,
+                sub.strategy.as_str()
+            );
+            errors.push(app::types::FieldError::new(format!("targets.{i}.model"), why));
         }
-        let provider = t.model.split_once('/').map_or("", |(p, _)| p);
+    }
+    let cfg = &combo.config;
+    let judge = cfg.judge_model.as_deref().map(|m| ("config.judgeModel".to_owned(), m));
+    let summariser = cfg.handoff_model.as_deref().map(|m| ("config.handoffModel".to_owned(), m));
+    let models = combo.targets.iter().enumerate().map(|(i, t)| (format!("targets.{i}.model"), t.model.as_str()));
+    for (i, provider) in cfg.handoff_providers.iter().flatten().enumerate() {
         if catalog::find(provider).is_none() {
-            errors.push(app::types::FieldError::new(
-                format!("targets.{i}.model"),
-                format!("unknown provider {provider:?}"),
-            ));
+            let field = format!("config.handoffProviders.{i}");
+            errors.push(app::types::FieldError::new(field, format!("unknown provider {provider:?}")));
+        }
+    }
+    for (field, model) in models.chain(judge).chain(summariser) {
+        if let Err(why) = routable(state, &combo.name, model) {
+            errors.push(app::types::FieldError::new(field, why));
         }
     }
     if !errors.is_empty() {
@@ -57,12 +71,41 @@ pub async fn put(state: &AppState, combo: Combo) -> Result<Combo, ServiceError> 
     Ok(combo)
 }
 
-/// Whether combo `root` may name combo `name` as a target: it exists,
+/// Why `combo` may not be a fusion or pipeline combo: a combo that orders
+/// targets lists it as a target, and would spread its targets among its
+/// own instead of running its plan.
+fn flattened_by_parent(state: &AppState, combo: &Combo) -> Option<String> {
+    if !multi::runs(combo.strategy) {
+        return None;
+    }
+    let parent =
+        state.combos.all().into_iter().find(|c| {
+            !multi::runs(c.strategy) && c.targets.iter().any(|t| t.combo_ref() == Some(combo.name.as_str()))
+        })?;
+    Some(format!(
+        "combo {} lists this combo as a target and orders its targets ({}); {} runs its own plan, so remove it there first",
+        parent.name,
+        parent.strategy.as_str(),
+        combo.strategy.as_str()
+    ))
+}
+
+/// Whether combo `root` may send requests to `model`: a known provider's
+/// `provider/model`, or a combo it may nest.
+fn routable(state: &AppState, root: &str, model: &str) -> Result<(), String> {
+    match model.split_once('/') {
+        None => nesting(state, root, model),
+        Some((provider, _)) if catalog::find(provider).is_none() => Err(format!("unknown provider {provider:?}")),
+        Some(_) => Ok(()),
+    }
+}
+
+/// Whether combo `root` may name combo `name` (as a target or its judge): it exists,
 /// does not lead back to `root`, and nests at most `MAX_COMBO_DEPTH` deep.
 fn nesting(state: &AppState, root: &str, name: &str) -> Result<(), String> {
     fn depth(state: &AppState, root: &str, combo: &Combo, level: usize) -> Result<usize, String> {
         let mut deepest = level;
-        for sub in combo.targets.iter().filter_map(|t| t.combo_ref()) {
+        for sub in combo.combo_refs() {
             if sub == root {
                 return Err(format!("combo {:?} leads back to {root:?}: combos cannot contain themselves", combo.name));
             }
@@ -105,9 +148,8 @@ pub async fn delete(state: &AppState, name: &str) -> Result<(), ServiceError> {
         let why = format!("alias {} points at this combo; delete or re-point it first", a.alias);
         return Err(ServiceError::field("name", why));
     }
-    if let Some(parent) = state.combos.all().into_iter().find(|c| c.targets.iter().any(|t| t.combo_ref() == Some(name)))
-    {
-        let why = format!("combo {} lists this combo as a target; remove it there first", parent.name);
+    if let Some(parent) = state.combos.all().into_iter().find(|c| c.combo_refs().any(|r| r == name)) {
+        let why = format!("combo {} names this combo (a target or its judge); remove it there first", parent.name);
         return Err(ServiceError::field("name", why));
     }
     if !repo::delete(&state.db, name).await? {
@@ -115,6 +157,7 @@ pub async fn delete(state: &AppState, name: &str) -> Result<(), ServiceError> {
     }
     state.combos.reload(&state.db).await?;
     state.combo_states.retain(|n| state.combos.get(n).is_some());
+    state.handoffs.retain(|n| state.combos.get(n).is_some());
     Ok(())
 }
 

@@ -104,6 +104,9 @@ pub struct Caller<'a> {
     /// This request continues a stream that failed on this connection:
     /// only other connections of a prefix-continuing provider serve it.
     pub continuing: Option<&'a str>,
+    /// A `context-relay` handoff (`proxy::handoff`): every connection but
+    /// the one named serves the request carrying the handoff's note.
+    pub handoff: Option<(&'a str, &'a ClientRequest)>,
 }
 
 /// One client request, ready to send to one target.
@@ -114,6 +117,9 @@ pub struct Call<'a> {
     pub combo: bool,
     /// The body in the target provider's protocol.
     pub body: Bytes,
+    /// With a handoff: the connection it was written on, and the body with
+    /// its note, for every other connection.
+    pub handoff: Option<(&'a str, Bytes)>,
 }
 
 /// Why one attempt did not produce the answer.
@@ -304,8 +310,13 @@ pub async fn serve_target(
     if let Some(failures) = slots::all_queues_full(state, caller, target, &run.candidates) {
         return Ok(Err(Served::Unserved(Unserved { failures, excluded: Vec::new() })));
     }
-    let body = body_for(target.provider.protocol, &target.model).map_err(DispatchError::Request)?;
-    let call = Call { caller, target, combo: to.combo, body };
+    let (protocol, model) = (target.provider.protocol, target.model.as_str());
+    let body = body_for(protocol, model).map_err(DispatchError::Request)?;
+    let handoff = match caller.handoff {
+        Some((from, noted)) => Some((from, noted.body_for(protocol, model).map_err(DispatchError::Request)?)),
+        None => None,
+    };
+    let call = Call { caller, target, combo: to.combo, body, handoff };
     Ok(try_connections(state, &call, &mut run).await.map_err(Served::Unserved))
 }
 
@@ -431,7 +442,11 @@ async fn attempt(state: &Arc<AppState>, call: &Call<'_>, mut guard: AttemptGuard
         guard.started() + if stream { state.config.stream_readiness_timeout } else { state.config.fetch_timeout };
     let extra = if upstream == call.caller.client { call.caller.passthrough_headers } else { &*NO_HEADERS };
     let path = translate::upstream_path(upstream, &call.target.model, stream);
-    let post = state.upstream.post(&conn.endpoint, &path, call.body.clone(), stream, extra);
+    let body = match &call.handoff {
+        Some((from, noted)) if conn.id != *from => noted.clone(),
+        _ => call.body.clone(),
+    };
+    let post = state.upstream.post(&conn.endpoint, &path, body, stream, extra);
     let (until, execution_ends) = execution_bound(&guard, deadline);
     let sent = match tokio::time::timeout_at(until, post).await {
         Ok(sent) => sent,

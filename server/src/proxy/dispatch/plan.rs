@@ -49,9 +49,10 @@ pub struct Plan {
 }
 
 impl Plan {
-    pub fn single(target: Target) -> Self {
+    /// One target, on connection `pinned` only when given.
+    pub fn single(target: Target, pinned: Option<String>) -> Self {
         let spec = format!("{}/{}", target.provider.id, target.model);
-        let planned = Planned { key: spec.clone(), spec, index: 0, weight: 0, target: Some(target), pinned: None };
+        let planned = Planned { key: spec.clone(), spec, index: 0, weight: 0, target: Some(target), pinned };
         Self { combo: None, targets: vec![planned] }
     }
 

@@ -71,8 +71,10 @@ impl Harness {
             lease: None,
             resume: None,
             continuing: None,
+            handoff: None,
         };
-        let plan = Plan::single(Target { provider: catalog::find("openai").unwrap(), model: "gpt-4o-mini".into() });
+        let plan =
+            Plan::single(Target { provider: catalog::find("openai").unwrap(), model: "gpt-4o-mini".into() }, None);
         let started = Instant::now();
         let res = run(&self.state, &self.snapshot, &plan, &caller, |p, m| req.body_for(p, m)).await;
         (res, started.elapsed())
@@ -202,11 +204,12 @@ async fn a_request_waiting_for_its_slots_does_not_hold_an_attempts_state() {
         lease: None,
         resume: None,
         continuing: None,
+        handoff: None,
     };
     let target = Target { provider: catalog::find("openai").unwrap(), model: "gpt-4o-mini".into() };
-    let plan = Plan::single(target.clone());
+    let plan = Plan::single(target.clone(), None);
     let waiting = std::mem::size_of_val(&run(&h.state, &h.snapshot, &plan, &caller, |p, m| req.body_for(p, m)));
-    let call = Call { caller: &caller, target: &target, combo: false, body: Bytes::new() };
+    let call = Call { caller: &caller, target: &target, combo: false, body: Bytes::new(), handoff: None };
     let conn = h.snapshot.candidates("openai")[0].clone();
     let cfg = crate::resilience::engine::breaker_config(&h.state.resilience.current(), app::types::Category::Apikey);
     let mut run =

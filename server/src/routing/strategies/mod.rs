@@ -9,8 +9,10 @@
 //! [`super::combo_state`]; a strategy reads it and returns the order, and
 //! the dispatch loop reports back what served.
 
+mod auto;
 pub mod cache_optimized;
 mod context_optimized;
+mod context_relay;
 mod cost_optimized;
 mod fill_first;
 mod headroom;
@@ -111,7 +113,9 @@ fn rotate_leading_ties(order: &mut [usize], tied: impl Fn(usize) -> bool, turn: 
 pub fn order(strategy: Strategy, targets: &[Candidate], state: &mut ComboState, rng: &mut impl Rng) -> Vec<usize> {
     let n = targets.len();
     match strategy {
-        Strategy::Priority => priority::order(n),
+        // fusion and pipeline run every target by their own plans
+        // (`proxy::multi`); their plan, when one is made, is as listed.
+        Strategy::Priority | Strategy::Fusion | Strategy::Pipeline => priority::order(n),
         Strategy::FillFirst => fill_first::order(n),
         Strategy::Weighted => weighted::order(targets, rng),
         Strategy::RoundRobin => round_robin::order(n, &mut state.rotation),
@@ -127,5 +131,7 @@ pub fn order(strategy: Strategy, targets: &[Candidate], state: &mut ComboState, 
         Strategy::Headroom => headroom::order(targets),
         Strategy::QuotaWeighted => quota_weighted::order(targets, rng),
         Strategy::CacheOptimized => cache_optimized::order(targets),
+        Strategy::Auto => auto::order(targets, &mut state.auto_turn, rng),
+        Strategy::ContextRelay => context_relay::order(n),
     }
 }

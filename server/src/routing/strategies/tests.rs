@@ -190,3 +190,32 @@ fn context_optimized_leads_with_the_largest_window_and_puts_unknown_windows_last
     let o = order(Strategy::ContextOptimized, &t, &mut ComboState::default(), &mut StdRng::seed_from_u64(1));
     assert_eq!(o, [2, 0, 3, 1]);
 }
+
+#[test]
+fn auto_leads_with_the_clearly_best_target_and_explores_the_others_a_little() {
+    let mut t = with_facts(&[Some((128_000, 10.0)), Some((128_000, 0.5)), Some((128_000, 10.0))]);
+    for (c, ms) in t.iter_mut().zip([4_000, 300, 4_000]) {
+        c.stats = TargetStats { requests: 10, successes: 10, latency_ms_total: ms * 10 };
+    }
+    t[2].health = Health::HalfOpen;
+    let score = auto::scores(&t);
+    assert!(score[1] > score[0] && score[0] > score[2], "cheaper and faster, then healthier: {score:?}");
+    let count = heads(Strategy::Auto, &t, 10_000);
+    assert!(count[1] > 9_400, "the best leads but for exploration (5 %): {count:?}");
+    assert!(count[0] > 100 && count[2] > 100, "the others are still explored: {count:?}");
+    let o = order(Strategy::Auto, &t, &mut ComboState::default(), &mut StdRng::seed_from_u64(1));
+    assert_eq!(o[1..], [0, 2], "the rest follow by score");
+}
+
+#[test]
+fn auto_never_leads_with_an_open_breaker_and_shares_the_lead_among_near_equals() {
+    let mut t = targets(3);
+    t[0].health = Health::Open;
+    assert_eq!(heads(Strategy::Auto, &t, 2_000)[0], 0, "an open breaker never leads while another can");
+    let equal = targets(4);
+    let count = heads(Strategy::Auto, &equal, 8_000);
+    assert!(count.iter().all(|&c| (1_600..=2_400).contains(&c)), "equal targets take turns: {count:?}");
+    let mut quota = targets(2);
+    quota[0].quota = Some(Quota { windows: vec![(0.95, None)], age_ms: 0 });
+    assert!(auto::scores(&quota)[1] > auto::scores(&quota)[0], "quota left counts");
+}
