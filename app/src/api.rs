@@ -186,8 +186,8 @@ pub async fn get_combos() -> Result<ComboList, ServerFnError> {
 
 /// Creates a combo, or replaces `replace` (its name) when editing. The
 /// targets are the dashboard's lines (`provider/model [weight]
-/// [@connection] [| prompt]`); the strategy's own fields are sent only
-/// when that strategy is chosen.
+/// [@connection] [| prompt]`); the fields of a strategy not chosen are
+/// ignored.
 #[allow(clippy::too_many_arguments, reason = "a server function's arguments are its form's fields")]
 #[server(prefix = "/sfn", endpoint = "save_combo")]
 pub async fn save_combo(
@@ -202,35 +202,26 @@ pub async fn save_combo(
 ) -> Result<(), ServerFnError> {
     use crate::{
         backend::BackendError,
-        types::combo::{Combo, ComboConfig, Strategy, parse_strategy, parse_targets},
+        types::combo::{Combo, ConfigForm, parse_strategy, parse_targets},
     };
     let invalid = |e: FieldError| ssr::fail("/combos", BackendError::Invalid(vec![e]));
     let strategy = parse_strategy(&strategy).map_err(invalid)?;
     let backend = ssr::backend()?;
     // What the form has no inputs for (the fusion tuning, the handoff
-    // settings) an edit keeps, while the strategy reading it stays.
+    // settings, the target timeout) an edit keeps, while the strategy
+    // reading it stays.
     let kept = given(replace.clone())
         .and_then(|old| backend.list_combos().combos.into_iter().find(|c| c.name == old))
         .map(|c| c.config)
         .unwrap_or_default();
-    let relay = strategy == Strategy::ContextRelay;
     let targets = parse_targets(&targets).map_err(invalid)?;
-    fn whole<T: std::str::FromStr>(field: &str, value: Option<String>) -> Result<Option<T>, FieldError> {
-        given(value).map(|t| t.parse::<T>().map_err(|_| FieldError::new(field, "must be a whole number"))).transpose()
-    }
-    let config = ComboConfig {
-        combo_timeout_ms: whole("config.comboTimeoutMs", combo_timeout_ms).map_err(invalid)?,
-        judge_model: given(judge_model).filter(|_| strategy == Strategy::Fusion),
-        max_retries: whole("config.maxRetries", max_retries.filter(|_| strategy == Strategy::Pipeline))
-            .map_err(invalid)?,
-        retry_delay_ms: whole("config.retryDelayMs", retry_delay_ms.filter(|_| strategy == Strategy::Pipeline))
-            .map_err(invalid)?,
-        fusion_tuning: kept.fusion_tuning.filter(|_| strategy == Strategy::Fusion),
-        handoff_threshold: kept.handoff_threshold.filter(|_| relay),
-        handoff_model: kept.handoff_model.filter(|_| relay),
-        handoff_providers: kept.handoff_providers.filter(|_| relay),
-        max_messages_for_summary: kept.max_messages_for_summary.filter(|_| relay),
+    let form = ConfigForm {
+        combo_timeout_ms: combo_timeout_ms.unwrap_or_default(),
+        judge_model: judge_model.unwrap_or_default(),
+        max_retries: max_retries.unwrap_or_default(),
+        retry_delay_ms: retry_delay_ms.unwrap_or_default(),
     };
+    let config = form.config(strategy, kept).map_err(|e| ssr::fail("/combos", BackendError::Invalid(e)))?;
     let combo = Combo { name: name.trim().to_owned(), strategy, targets, config };
     let saved = match given(replace) {
         Some(old) if old == combo.name => backend.replace_combo(combo).await,

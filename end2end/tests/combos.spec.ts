@@ -115,7 +115,13 @@ test('Combos: a fusion combo with a judge and a pipeline with step prompts, made
   await form.getByLabel('Name (the model clients send)').fill('e2e-chain');
   await form.getByLabel('Strategy').selectOption('pipeline');
   await expect(form.getByLabel(/^Judge/)).toBeHidden();
-  await form.getByLabel(/^Step retries/).fill('2');
+  // The config fields are checked as typed, by the server's rules.
+  const retries = form.getByLabel(/^Step retries/);
+  await retries.fill('11');
+  await expect(form.locator('[data-field-error="config.maxRetries"]')).toHaveText('must be between 0 and 10');
+  await expect(retries).toHaveAttribute('aria-invalid', 'true');
+  await retries.fill('2');
+  await expect(form.locator('[data-field-error]')).toHaveCount(0);
   await form.getByLabel(/^Targets, in order/).fill('agentrouter/fake-a | Draft it.\nopencode-go/fake-b | Polish it.');
   await form.getByRole('button', { name: 'Create' }).click();
   const chain = page.locator('[data-combo="e2e-chain"]');

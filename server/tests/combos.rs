@@ -103,25 +103,32 @@ async fn a_failing_provider_fails_over_to_the_next_target() {
     gw.stop().await;
 }
 
-#[tokio::test]
-async fn when_every_target_is_cooling_the_answer_is_503_with_diagnostics() {
-    let (fake, gw) = start().await;
-    gw.add_connection("openai", "o", "sk-o", &v1(&fake), 0).await;
-    gw.add_connection("deepseek", "d", "sk-d", &v1(&fake), 0).await;
-    create(&gw, coding()).await;
+/// Cools both targets' connections with a 429 carrying `retry-after`
+/// (60 s and 120 s), or `body` when given.
+async fn cool_both(fake: &FakeUpstream, gw: &Gateway, body: Option<Value>) {
     for (key, secs) in [("sk-o", "60"), ("sk-d", "120")] {
         fake.push_rule(Rule {
             api_key: Some(key.into()),
             status: Some(429),
             times: Some(1),
+            body: body.clone(),
             headers: [("retry-after".to_owned(), secs.to_owned())].into(),
             ..Default::default()
         });
     }
     assert_eq!(gw.chat(chat_body("coding", false), None).await.status(), 429, "both tried, both limited");
+}
+
+#[tokio::test]
+async fn when_every_target_is_rate_limited_the_answer_is_429_with_diagnostics_and_reset_at() {
+    let (fake, gw) = start().await;
+    gw.add_connection("openai", "o", "sk-o", &v1(&fake), 0).await;
+    gw.add_connection("deepseek", "d", "sk-d", &v1(&fake), 0).await;
+    create(&gw, coding()).await;
+    cool_both(&fake, &gw, None).await;
     let calls = fake.count("/v1/chat");
     let resp = gw.chat(chat_body("coding", false), None).await;
-    assert_eq!(resp.status(), 503);
+    assert_eq!(resp.status(), 429, "transient locks, no wait (SPEC §R4)");
     assert_eq!(fake.count("/v1/chat"), calls, "no upstream call");
     let h = resp.headers();
     assert_eq!(h["retry-after"], "60");
@@ -132,7 +139,10 @@ async fn when_every_target_is_cooling_the_answer_is_503_with_diagnostics() {
     assert_eq!(h["x-omniroute-combo-terminal-reason"], "all_targets_cooling_down");
     let body: Value = resp.json().await.unwrap();
     let e = &body["error"];
-    assert_eq!(e["code"], "all_targets_cooling_down");
+    assert_eq!((e["type"].as_str(), e["code"].as_str()), (Some("rate_limit_error"), Some("all_targets_cooling_down")));
+    assert_eq!(e["retry_after"], 60);
+    let reset_at = chrono::DateTime::parse_from_rfc3339(e["reset_at"].as_str().unwrap()).unwrap();
+    assert_eq!(reset_at.timestamp_millis(), gw.state.engine.now() + 60_000, "the earliest lock's end, on the clock");
     assert_eq!(
         e["diagnostics"]["excluded"],
         json!([
@@ -144,6 +154,26 @@ async fn when_every_target_is_cooling_the_answer_is_503_with_diagnostics() {
         (e["recovery_hint"]["action"].as_str(), e["recovery_hint"]["retry_after_seconds"].as_u64()),
         (Some("wait"), Some(60))
     );
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn when_every_target_is_out_of_quota_the_answer_stays_503() {
+    let (fake, gw) = start().await;
+    gw.add_connection("openai", "o", "sk-o", &v1(&fake), 0).await;
+    gw.add_connection("deepseek", "d", "sk-d", &v1(&fake), 0).await;
+    create(&gw, coding()).await;
+    let daily = json!({"error": {"message": "You have used up today's quota; try again tomorrow.", "type": "rate_limit_error"}});
+    cool_both(&fake, &gw, Some(daily)).await;
+    let resp = gw.chat(chat_body("coding", false), None).await;
+    assert_eq!(resp.status(), 503, "a quota lock is no short rate limit");
+    assert!(resp.headers().contains_key("retry-after"));
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(
+        (body["error"]["type"].as_str(), body["error"]["code"].as_str()),
+        (Some("server_error"), Some("all_targets_cooling_down"))
+    );
+    assert!(body["error"].get("reset_at").is_none());
     gw.stop().await;
 }
 

@@ -86,6 +86,31 @@ async fn a_combo_that_runs_out_of_time_answers_combo_timeout_without_trying_furt
     assert_eq!(gw.get_json("/api/combos/spread").await["config"], json!({"comboTimeoutMs": 300}));
 }
 
+#[tokio::test]
+async fn a_target_slower_than_the_target_timeout_is_given_up_for_the_next() {
+    let (fake, gw) = two_targets("priority", [0, 0], json!({"targetTimeoutMs": 1000})).await;
+    fake.push_rule(Rule { api_key: Some("sk-o".into()), latency_ms: 5_000, ..Rule::default() });
+    let started = tokio::time::Instant::now();
+    let resp = gw.chat(chat_body("spread", false), None).await;
+    assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_millis(3_000), "the slow target was given up after 1 s: {took:?}");
+    assert_eq!(chat_keys(&fake), ["sk-o", "sk-d"]);
+    let rows = gw.logs().await;
+    let slow = rows.iter().find(|r| r["provider"] == "openai").unwrap();
+    assert_eq!(slow["status"], 0, "no answer arrived: {slow}");
+    let refused = gw
+        .api(Method::POST, "/api/combos")
+        .json(&json!({"name": "f", "strategy": "fusion", "targets": [{"model": "openai/gpt-4o"}], "config": {"targetTimeoutMs": 999}}))
+        .send()
+        .await
+        .unwrap();
+    let body: Value = refused.json().await.unwrap();
+    let fields: Vec<&str> =
+        body["error"]["details"].as_array().unwrap().iter().map(|d| d["field"].as_str().unwrap()).collect();
+    assert_eq!(fields, ["config.targetTimeoutMs", "config.targetTimeoutMs"], "not for fusion, and at least 1000 ms");
+}
+
 async fn save(gw: &Gateway, name: &str, targets: Value) -> (u16, Value) {
     let combo = json!({"name": name, "strategy": "priority", "targets": targets});
     let resp = gw.api(Method::PUT, &format!("/api/combos/{name}")).json(&combo).send().await.unwrap();

@@ -15,8 +15,9 @@ use crate::{
     types::{
         CatalogEntry,
         alias::Alias,
-        combo::{Combo, ComboStatusList, Strategy, format_targets, parse_strategy, parse_targets},
+        combo::{Combo, ComboStatusList, ConfigForm, Strategy, format_targets, parse_strategy, parse_targets},
         connection::ConnectionList,
+        validation::FieldError,
     },
 };
 
@@ -96,14 +97,39 @@ fn ComboForm(combo: Option<Combo>, save: ServerAction<SaveCombo>) -> impl IntoVi
     let name = combo.as_ref().map(|c| c.name.clone());
     let current = combo.as_ref().map_or(Strategy::Priority, |c| c.strategy);
     let lines = combo.as_ref().map(|c| format_targets(&c.targets)).unwrap_or_default();
-    let timeout = combo.as_ref().and_then(|c| c.config.combo_timeout_ms).map(|ms| ms.to_string());
-    let judge = combo.as_ref().and_then(|c| c.config.judge_model.clone());
-    let retries = combo.as_ref().and_then(|c| c.config.max_retries).map(|n| n.to_string());
-    let retry_delay = combo.as_ref().and_then(|c| c.config.retry_delay_ms).map(|ms| ms.to_string());
+    let text = |n: Option<u64>| n.map(|n| n.to_string()).unwrap_or_default();
+    let cfg = combo.as_ref().map(|c| c.config.clone()).unwrap_or_default();
+    let config = RwSignal::new(ConfigForm {
+        combo_timeout_ms: text(cfg.combo_timeout_ms),
+        judge_model: cfg.judge_model.clone().unwrap_or_default(),
+        max_retries: text(cfg.max_retries.map(u64::from)),
+        retry_delay_ms: text(cfg.retry_delay_ms),
+    });
+    // Each form's inputs need their own ids (the create form, each edit form).
+    let form_id = name.clone().unwrap_or_else(|| "new".to_owned());
     let chosen = RwSignal::new(current);
     let not_chosen = move |s: Strategy| move || chosen.get() != s;
     let problem = RwSignal::new(None::<String>);
     let typed = RwSignal::new(lines.clone());
+    // The config fields checked as they are typed, by the rules the server applies.
+    let config_errors = Memo::new(move |_| config.get().config(chosen.get(), cfg.clone()).err().unwrap_or_default());
+    let input = move |label: &'static str,
+                      name: &'static str,
+                      field: &'static str,
+                      get: fn(&ConfigForm) -> String,
+                      set: fn(&mut ConfigForm, String)| {
+        view! {
+            <ConfigInput
+                label
+                name
+                field
+                id=format!("{form_id}-{name}")
+                value=get(&config.get_untracked())
+                errors=config_errors
+                on_input=Callback::new(move |v: String| config.update(|c| set(c, v)))
+            />
+        }
+    };
     view! {
         <ActionForm action=save attr:class="flex flex-col gap-2" attr:data-testid=if editing { "edit-combo" } else { "create-combo" }>
             {name.clone().map(|n| view! { <input type="hidden" name="replace" value=n /> })}
@@ -129,27 +155,15 @@ fn ComboForm(combo: Option<Combo>, save: ServerAction<SaveCombo>) -> impl IntoVi
                             .collect_view()}
                     </select>
                 </label>
-                <label class="flex flex-col text-sm">
-                    "Timeout (ms, empty = none)"
-                    <input name="combo_timeout_ms" type="number" min="0" max="3600000" value=timeout class=format!("{INPUT} w-32") />
-                </label>
+                {input("Timeout (ms, empty = none)", "combo_timeout_ms", "config.comboTimeoutMs", |c| c.combo_timeout_ms.clone(), |c, v| c.combo_timeout_ms = v)}
             </div>
             <p class="text-xs text-slate-600" data-testid="strategy-explain">{move || chosen.get().explain()}</p>
             <div class="flex flex-wrap gap-3 items-end" hidden=not_chosen(Strategy::Fusion)>
-                <label class="flex flex-col text-sm">
-                    "Judge (provider/model or a combo; empty = the first target)"
-                    <input name="judge_model" value=judge class=format!("{INPUT} font-mono") placeholder="anthropic/claude-sonnet-4-5" />
-                </label>
+                {input("Judge (provider/model or a combo; empty = the first target)", "judge_model", "config.judgeModel", |c| c.judge_model.clone(), |c, v| c.judge_model = v)}
             </div>
             <div class="flex flex-wrap gap-3 items-end" hidden=not_chosen(Strategy::Pipeline)>
-                <label class="flex flex-col text-sm">
-                    "Step retries on 429/502/503/504 (default 1)"
-                    <input name="max_retries" type="number" min="0" max="10" value=retries class=format!("{INPUT} w-24") />
-                </label>
-                <label class="flex flex-col text-sm">
-                    "Between retries (ms, default 2000)"
-                    <input name="retry_delay_ms" type="number" min="0" max="60000" value=retry_delay class=format!("{INPUT} w-28") />
-                </label>
+                {input("Step retries on 429/502/503/504 (0–10, default 1)", "max_retries", "config.maxRetries", |c| c.max_retries.clone(), |c, v| c.max_retries = v)}
+                {input("Between retries (ms, default 2000)", "retry_delay_ms", "config.retryDelayMs", |c| c.retry_delay_ms.clone(), |c, v| c.retry_delay_ms = v)}
             </div>
             <label class="flex flex-col text-sm">
                 "Targets, in order — one per line: provider/model (or another combo's name), then optionally a weight (0–100) and @connection-id; a pipeline step may end with | its prompt"
@@ -178,6 +192,40 @@ fn ComboForm(combo: Option<Combo>, save: ServerAction<SaveCombo>) -> impl IntoVi
                 </button>
             </div>
         </ActionForm>
+    }
+}
+
+/// One config input of the combo form: its label, the value as typed, and
+/// the shared checks' message for its field under it.
+#[component]
+fn ConfigInput(
+    label: &'static str,
+    name: &'static str,
+    field: &'static str,
+    id: String,
+    value: String,
+    errors: Memo<Vec<FieldError>>,
+    on_input: Callback<String>,
+) -> impl IntoView {
+    let error = move || errors.get().into_iter().find(|e| e.field == field).map(|e| e.message);
+    let error_id = format!("{id}-error");
+    let described = error_id.clone();
+    view! {
+        <div class="flex flex-col">
+        <label class="flex flex-col text-sm">
+            {label}
+            <input
+                id=id
+                name=name
+                value=value
+                class=INPUT
+                aria-invalid=move || error().is_some().to_string()
+                aria-describedby=move || error().map(|_| described.clone())
+                on:input=move |ev| on_input.run(event_target_value(&ev))
+            />
+        </label>
+        {move || error().map(|m| view! { <p id=error_id.clone() class="text-xs text-red-700" data-field-error=field>{m}</p> })}
+        </div>
     }
 }
 
@@ -398,6 +446,9 @@ fn ComboTable(
 fn settings_summary(c: &Combo) -> String {
     let cfg = &c.config;
     let mut parts = vec![cfg.combo_timeout_ms.map_or("no timeout".to_owned(), |ms| format!("timeout {ms} ms"))];
+    if let Some(ms) = cfg.target_timeout_ms {
+        parts.push(format!("{ms} ms per target"));
+    }
     match c.strategy {
         Strategy::Fusion => {
             let judge = cfg.judge_model.as_deref().unwrap_or("the first target");

@@ -208,6 +208,14 @@ pub struct ComboConfig {
     /// unset: no limit) and answer `504 COMBO_TIMEOUT`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub combo_timeout_ms: Option<u64>,
+    /// How long one attempt on a target may wait for the upstream's answer
+    /// to start — its headers; for a stream, its first event — (1000–600000
+    /// ms; unset: the gateway's own timeouts,
+    /// `FETCH_TIMEOUT_MS` and, for a stream, `STREAM_READINESS_TIMEOUT_MS`,
+    /// which it never exceeds). Past it the attempt fails as a timeout and
+    /// the combo moves on. Not for fusion or pipeline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_timeout_ms: Option<u64>,
     /// `pipeline`: how often an intermediate step that failed with
     /// 429/502/503/504 is tried again (0–10, default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -295,6 +303,8 @@ impl ComboConfig {
         self.handoff_providers.as_ref().is_none_or(|list| list.iter().any(|p| p == provider))
     }
 
+    pub const TARGET_TIMEOUT_RANGE_MS: (u64, u64) = (1_000, 600_000);
+
     pub fn max_retries(&self) -> u32 {
         self.max_retries.unwrap_or(Self::DEFAULT_MAX_RETRIES)
     }
@@ -351,6 +361,13 @@ impl ComboConfig {
             e.range("config.maxMessagesForSummary", n.into(), low.into(), high.into());
         }
         let wide = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        if let Some(ms) = self.target_timeout_ms {
+            if matches!(strategy, Strategy::Fusion | Strategy::Pipeline) {
+                e.push("config.targetTimeoutMs", "is not read by fusion or pipeline, whose calls run as single models");
+            }
+            let (low, high) = Self::TARGET_TIMEOUT_RANGE_MS;
+            e.range("config.targetTimeoutMs", wide(ms), wide(low), wide(high));
+        }
         if let Some(n) = self.max_retries {
             e.range("config.maxRetries", n.into(), 0, Self::MAX_MAX_RETRIES.into());
         }
@@ -374,6 +391,56 @@ impl ComboConfig {
         if let Some(ms) = t.panel_hard_timeout_ms {
             e.range("config.fusionTuning.panelHardTimeoutMs", wide(ms), 1, max_wait);
         }
+    }
+}
+
+/// The per-combo fields the dashboard's form edits, as typed (empty =
+/// unset). Read the same way in the browser, as they are typed, and on save.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ConfigForm {
+    pub combo_timeout_ms: String,
+    pub judge_model: String,
+    pub max_retries: String,
+    pub retry_delay_ms: String,
+}
+
+impl ConfigForm {
+    /// The config these fields give for `strategy` — a field of another
+    /// strategy is ignored — over `kept`, what the form has no inputs for
+    /// (the fields of other strategies are dropped from it too); every
+    /// problem named by its field.
+    pub fn config(&self, strategy: Strategy, kept: ComboConfig) -> Result<ComboConfig, Vec<FieldError>> {
+        let mut e = Errors::default();
+        fn whole<T: std::str::FromStr>(e: &mut Errors, field: &str, text: &str) -> Option<T> {
+            let text = text.trim();
+            if text.is_empty() {
+                return None;
+            }
+            let n = text.parse::<T>().ok();
+            if n.is_none() {
+                e.push(field, "must be a whole number");
+            }
+            n
+        }
+        let (fusion, pipeline, relay) =
+            (strategy == Strategy::Fusion, strategy == Strategy::Pipeline, strategy == Strategy::ContextRelay);
+        let judge = self.judge_model.trim();
+        let config = ComboConfig {
+            combo_timeout_ms: whole(&mut e, "config.comboTimeoutMs", &self.combo_timeout_ms),
+            target_timeout_ms: kept.target_timeout_ms.filter(|_| !fusion && !pipeline),
+            judge_model: (fusion && !judge.is_empty()).then(|| judge.to_owned()),
+            max_retries: if pipeline { whole(&mut e, "config.maxRetries", &self.max_retries) } else { None },
+            retry_delay_ms: if pipeline { whole(&mut e, "config.retryDelayMs", &self.retry_delay_ms) } else { None },
+            fusion_tuning: kept.fusion_tuning.filter(|_| fusion),
+            handoff_threshold: kept.handoff_threshold.filter(|_| relay),
+            handoff_model: kept.handoff_model.filter(|_| relay),
+            handoff_providers: kept.handoff_providers.filter(|_| relay),
+            max_messages_for_summary: kept.max_messages_for_summary.filter(|_| relay),
+        };
+        if e.0.is_empty() {
+            config.validate(strategy, &mut e);
+        }
+        e.into_result().map(|()| config)
     }
 }
 
@@ -667,6 +734,35 @@ mod tests {
         assert!(err(" | a prompt alone").contains("start with provider/model"));
         assert_eq!(parse_strategy("round-robin"), Ok(Strategy::RoundRobin));
         assert_eq!(parse_strategy("fastest").unwrap_err().field, "strategy");
+    }
+
+    #[test]
+    fn the_dashboard_form_gives_the_config_of_its_strategy_only_and_keeps_what_it_cannot_edit() {
+        let form = ConfigForm {
+            combo_timeout_ms: " 500 ".into(),
+            judge_model: "openai/gpt-4o".into(),
+            max_retries: "3".into(),
+            retry_delay_ms: String::new(),
+        };
+        let kept =
+            ComboConfig { target_timeout_ms: Some(5_000), handoff_threshold: Some(0.9), ..ComboConfig::default() };
+        let priority = form.config(Strategy::Priority, kept.clone()).unwrap();
+        assert_eq!(
+            priority,
+            ComboConfig { combo_timeout_ms: Some(500), target_timeout_ms: Some(5_000), ..ComboConfig::default() },
+            "the judge and the retries belong to other strategies; so does the kept handoff threshold"
+        );
+        assert_eq!(form.config(Strategy::Pipeline, kept.clone()).unwrap().max_retries, Some(3));
+        assert_eq!(form.config(Strategy::Fusion, kept).unwrap().judge_model.as_deref(), Some("openai/gpt-4o"));
+        let bad = ConfigForm { combo_timeout_ms: "soon".into(), max_retries: "11".into(), ..form };
+        let fields =
+            |s| bad.config(s, ComboConfig::default()).unwrap_err().into_iter().map(|e| e.field).collect::<Vec<_>>();
+        assert_eq!(fields(Strategy::Pipeline), ["config.comboTimeoutMs"], "unreadable numbers first");
+        let bounded = ConfigForm { combo_timeout_ms: String::new(), ..bad.clone() };
+        assert_eq!(
+            bounded.config(Strategy::Pipeline, ComboConfig::default()).unwrap_err()[0].message,
+            "must be between 0 and 10"
+        );
     }
 
     #[test]

@@ -34,6 +34,9 @@ pub fn transient(reason: Option<ErrorReason>) -> bool {
 pub struct Lapse {
     pub remaining_ms: u64,
     pub transient: bool,
+    /// A lock on a connection (a cooldown or a model lock), not a
+    /// provider's breaker or window gate.
+    pub connection: bool,
 }
 
 /// The waits one combo request has done so far.
@@ -77,6 +80,16 @@ impl ComboWaits {
     }
 }
 
+/// When a combo skipped every target before any attempt and some of its
+/// connections are rate-limited for a short, transient reason (SPEC §R4):
+/// the time until the first such lock ends, for the client's `429`.
+pub fn rate_limited_ms(state: &AppState, snapshot: &Snapshot, plan: &Plan, trail: &Trail) -> Option<u64> {
+    if !trail.tried.is_empty() {
+        return None;
+    }
+    lapses(state, snapshot, plan, trail).iter().filter(|l| l.transient && l.connection).map(|l| l.remaining_ms).min()
+}
+
 /// What holds each target of `plan` back now: its connections' cooldowns
 /// and model locks (looked up afresh: attempts just made may have cooled
 /// them), and open breakers and provider cooldowns it was skipped for.
@@ -88,10 +101,10 @@ fn lapses(state: &AppState, snapshot: &Snapshot, plan: &Plan, trail: &Trail) -> 
         for conn in conns.filter(|c| planned.pinned.as_deref().is_none_or(|p| p == c.id)) {
             let lapse = match state.engine.exclusion(target.provider.id, &conn.id, &target.model) {
                 Some(Exclusion::Cooling { remaining_ms, reason, .. }) => {
-                    Lapse { remaining_ms, transient: transient(reason) }
+                    Lapse { remaining_ms, transient: transient(reason), connection: true }
                 }
                 Some(Exclusion::ModelLocked { remaining_ms, reason }) => {
-                    Lapse { remaining_ms, transient: transient(Some(reason)) }
+                    Lapse { remaining_ms, transient: transient(Some(reason)), connection: true }
                 }
                 Some(Exclusion::Terminal(_)) | None => continue,
             };
@@ -102,7 +115,9 @@ fn lapses(state: &AppState, snapshot: &Snapshot, plan: &Plan, trail: &Trail) -> 
         .skipped
         .iter()
         .filter(|s| matches!(s.skip.reason, SkipReason::CircuitOpen | SkipReason::ProviderCooldown));
-    lapses.extend(held.filter_map(|s| Some(Lapse { remaining_ms: s.skip.retry_after_ms?, transient: true })));
+    lapses.extend(
+        held.filter_map(|s| Some(Lapse { remaining_ms: s.skip.retry_after_ms?, transient: true, connection: false })),
+    );
     lapses
 }
 
@@ -115,16 +130,20 @@ mod tests {
     }
 
     fn rate_limited(ms: u64) -> Lapse {
-        Lapse { remaining_ms: ms, transient: true }
+        Lapse { remaining_ms: ms, transient: true, connection: true }
     }
 
     #[test]
     fn waits_for_the_soonest_transient_lock_plus_the_margin() {
         let s = settings(90_000, 5, 300_000);
-        let lapses = [rate_limited(5_000), rate_limited(2_000), Lapse { remaining_ms: 100, transient: false }];
+        let lapses =
+            [rate_limited(5_000), rate_limited(2_000), Lapse { remaining_ms: 100, transient: false, connection: true }];
         assert_eq!(ComboWaits::default().next(&s, &lapses, None), Some(2_050), "a quota lock is never waited for");
         assert_eq!(ComboWaits::default().next(&s, &lapses, Some(3_000)), Some(3_050), "the upstream hint when longer");
-        assert_eq!(ComboWaits::default().next(&s, &[Lapse { remaining_ms: 100, transient: false }], None), None);
+        assert_eq!(
+            ComboWaits::default().next(&s, &[Lapse { remaining_ms: 100, transient: false, connection: true }], None),
+            None
+        );
         assert_eq!(ComboWaits::default().next(&s, &[], None), None);
     }
 

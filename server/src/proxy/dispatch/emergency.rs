@@ -47,8 +47,15 @@ pub async fn fallback(
         target = spec,
         "no target could serve the request; trying the emergency fallback"
     );
-    match serve_target(state, snapshot, To { target: &target, pinned: None, combo: false }, caller, settings, body_for)
-        .await?
+    match serve_target(
+        state,
+        snapshot,
+        To { target: &target, pinned: None, combo: false, timeout: None },
+        caller,
+        settings,
+        body_for,
+    )
+    .await?
     {
         Ok(mut response) => {
             if let Ok(value) = HeaderValue::from_str(spec) {

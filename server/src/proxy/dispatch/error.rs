@@ -29,6 +29,7 @@ use crate::{
 };
 
 /// A target skipped before any attempt.
+#[derive(Clone)]
 pub struct Skipped {
     pub provider: &'static str,
     /// The target as planned (`provider/model`), and its model part.
@@ -45,6 +46,10 @@ pub struct Trail {
     pub skipped: Vec<Skipped>,
     /// The connections excluded before an attempt.
     pub excluded: Vec<Exclusion>,
+    /// A combo that skipped every target while some connection was
+    /// rate-limited for a transient reason: how long until the first such
+    /// lock ends, and when (epoch ms, on the engine's clock).
+    pub rate_limited: Option<(u64, i64)>,
 }
 
 impl Trail {
@@ -103,7 +108,7 @@ impl From<DispatchError> for ProxyError {
             },
             DispatchError::Combo(combo, mut trail) => match trail.tried.pop() {
                 Some((provider, failures)) => all_failed(provider, failures),
-                None => nothing_executable(&combo, &trail.skipped),
+                None => nothing_executable(&combo, &trail),
             },
             DispatchError::ComboTimeout(combo, trail, ms) => combo_timeout(&combo, &trail, ms),
         }
@@ -243,11 +248,14 @@ fn all_excluded(provider: &str, model: &str, excluded: &[Exclusion]) -> ProxyErr
 }
 
 /// The answer when no combo target could even be tried.
-fn nothing_executable(combo: &Combo, skipped: &[Skipped]) -> ProxyError {
+fn nothing_executable(combo: &Combo, trail: &Trail) -> ProxyError {
+    let skipped = &trail.skipped;
     let soonest = skipped.iter().filter_map(|s| s.skip.retry_after_ms).min();
     let secs = soonest.map(|ms| ms.div_ceil(1000).max(1));
     let all = |r: SkipReason| skipped.iter().all(|s| s.skip.reason == r);
-    let (status, kind, code) = if secs.is_some() {
+    let (status, kind, code) = if trail.rate_limited.is_some() {
+        (StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", "all_targets_cooling_down")
+    } else if secs.is_some() {
         (StatusCode::SERVICE_UNAVAILABLE, "server_error", "all_targets_cooling_down")
     } else if all(SkipReason::NoConnection) {
         (StatusCode::NOT_FOUND, "invalid_request_error", "no_executable_targets")
@@ -258,6 +266,8 @@ fn nothing_executable(combo: &Combo, skipped: &[Skipped]) -> ProxyError {
     } else {
         (StatusCode::SERVICE_UNAVAILABLE, "server_error", "ALL_TARGETS_SKIPPED")
     };
+    // A transient rate limit answers for when it ends (SPEC §R4).
+    let secs = trail.rate_limited.map(|(ms, _)| ms.div_ceil(1000).max(1)).or(secs);
     let excluded: Vec<_> = skipped
         .iter()
         .map(|s| {
@@ -309,6 +319,10 @@ fn nothing_executable(combo: &Combo, skipped: &[Skipped]) -> ProxyError {
         .header("x-omniroute-combo-excluded", skipped.len())
         .header("x-omniroute-combo-terminal-reason", code);
     err.retry_after = secs;
+    if let Some((s, (_, at_ms))) = secs.zip(trail.rate_limited) {
+        let reset_at = chrono::DateTime::from_timestamp_millis(at_ms).map(|t| t.to_rfc3339());
+        err = err.with("retry_after", s).with("reset_at", reset_at);
+    }
     err
 }
 
@@ -347,7 +361,8 @@ mod tests {
             config: Default::default(),
         };
         let code = |s: &[Skipped]| {
-            let e = nothing_executable(&combo, s);
+            let trail = Trail { skipped: s.to_vec(), ..Trail::default() };
+            let e = nothing_executable(&combo, &trail);
             (e.status.as_u16(), e.code)
         };
         use SkipReason::*;
@@ -359,6 +374,19 @@ mod tests {
         assert_eq!(code(&[skipped(Inactive, None), skipped(Inactive, None)]), (503, "ALL_ACCOUNTS_INACTIVE"));
         assert_eq!(code(&[skipped(Inactive, None), skipped(NoConnection, None)]), (503, "ALL_TARGETS_SKIPPED"));
         assert_eq!(code(&[skipped(ToolLimit, None), skipped(ToolLimit, None)]), (400, "tool_limit_exceeded"));
+        let rate_limited = Trail {
+            skipped: vec![skipped(ConnectionCooldown, Some(30_000))],
+            rate_limited: Some((2_500, 1_700_000_002_500)),
+            ..Trail::default()
+        };
+        let e = nothing_executable(&combo, &rate_limited);
+        assert_eq!(
+            (e.status.as_u16(), e.kind, e.retry_after),
+            (429, "rate_limit_error", Some(3)),
+            "the transient lock's end"
+        );
+        let fields = &e.extra.unwrap().fields;
+        assert_eq!(fields["reset_at"], "2023-11-14T22:13:22.500+00:00");
     }
 
     #[test]

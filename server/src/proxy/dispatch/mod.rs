@@ -120,6 +120,8 @@ pub struct Call<'a> {
     /// With a handoff: the connection it was written on, and the body with
     /// its note, for every other connection.
     pub handoff: Option<(&'a str, Bytes)>,
+    /// A combo's `targetTimeoutMs`: the longest wait for an answer to start.
+    pub timeout: Option<Duration>,
 }
 
 /// Why one attempt did not produce the answer.
@@ -208,6 +210,8 @@ pub async fn run(
     let mut waits = CooldownWaits::default();
     let mut combo_waits = combo_wait::ComboWaits::default();
     let started = tokio::time::Instant::now();
+    // `targetTimeoutMs`: how long each attempt on a combo target may wait for its answer to start.
+    let timeout = plan.combo.as_ref().and_then(|c| c.config.target_timeout_ms).map(Duration::from_millis);
     // `comboTimeoutMs`: no further target once it has passed.
     let combo_timeout = plan.combo.as_ref().and_then(|c| Some((c, c.config.combo_timeout_ms.filter(|ms| *ms > 0)?)));
     loop {
@@ -219,7 +223,7 @@ pub async fn run(
             };
             let (provider, pinned) = (target.provider, planned.pinned.as_deref());
             let tried_at = tokio::time::Instant::now();
-            let to = To { target, pinned, combo };
+            let to = To { target, pinned, combo, timeout };
             match serve_target(state, snapshot, to, caller, &settings, &body_for).await? {
                 Err(Served::Skipped(skip)) => {
                     trail.skip(planned, skip);
@@ -260,6 +264,10 @@ pub async fn run(
             if let Some(response) = emergency::fallback(state, snapshot, plan, caller, &settings, &body_for).await? {
                 return Ok(response);
             }
+            if combo {
+                let rate_limited = combo_wait::rate_limited_ms(state, snapshot, plan, &trail);
+                trail.rate_limited = rate_limited.map(|ms| (ms, state.engine.now() + i64::try_from(ms).unwrap_or(0)));
+            }
             return Err(DispatchError::exhausted(plan, trail));
         };
         tracing::info!(
@@ -282,6 +290,8 @@ pub struct To<'a> {
     pub pinned: Option<&'a str>,
     /// A combo's target (its gates and limits differ, §R8).
     pub combo: bool,
+    /// Its combo's `targetTimeoutMs`.
+    pub timeout: Option<Duration>,
 }
 
 /// Why a target did not answer.
@@ -316,7 +326,7 @@ pub async fn serve_target(
         Some((from, noted)) => Some((from, noted.body_for(protocol, model).map_err(DispatchError::Request)?)),
         None => None,
     };
-    let call = Call { caller, target, combo: to.combo, body, handoff };
+    let call = Call { caller, target, combo: to.combo, body, handoff, timeout: to.timeout };
     Ok(try_connections(state, &call, &mut run).await.map_err(Served::Unserved))
 }
 
@@ -438,8 +448,9 @@ async fn attempt(state: &Arc<AppState>, call: &Call<'_>, mut guard: AttemptGuard
     let upstream = conn.provider.protocol;
     let stream = call.caller.stream;
     // A stream's readiness budget covers the wait for its headers too.
-    let deadline =
-        guard.started() + if stream { state.config.stream_readiness_timeout } else { state.config.fetch_timeout };
+    let limit = if stream { state.config.stream_readiness_timeout } else { state.config.fetch_timeout };
+    let limit = call.timeout.map_or(limit, |t| t.min(limit));
+    let deadline = guard.started() + limit;
     let extra = if upstream == call.caller.client { call.caller.passthrough_headers } else { &*NO_HEADERS };
     let path = translate::upstream_path(upstream, &call.target.model, stream);
     let body = match &call.handoff {
@@ -452,11 +463,11 @@ async fn attempt(state: &Arc<AppState>, call: &Call<'_>, mut guard: AttemptGuard
         Ok(sent) => sent,
         Err(_) if execution_ends => return Tried::Failed(execution_timeout(&mut guard)),
         Err(_) if stream => {
-            let e = TransportError::Timeout(state.config.stream_readiness_timeout);
+            let e = TransportError::Timeout(limit);
             return Tried::Failed(transport_failure(&mut guard, &e, Some(FailureCode::ReadinessTimeout)));
         }
         Err(_) => {
-            let e = TransportError::Timeout(state.config.fetch_timeout);
+            let e = TransportError::Timeout(limit);
             return Tried::Failed(transport_failure(&mut guard, &e, None));
         }
     };

@@ -209,7 +209,8 @@ async fn a_request_waiting_for_its_slots_does_not_hold_an_attempts_state() {
     let target = Target { provider: catalog::find("openai").unwrap(), model: "gpt-4o-mini".into() };
     let plan = Plan::single(target.clone(), None);
     let waiting = std::mem::size_of_val(&run(&h.state, &h.snapshot, &plan, &caller, |p, m| req.body_for(p, m)));
-    let call = Call { caller: &caller, target: &target, combo: false, body: Bytes::new(), handoff: None };
+    let call =
+        Call { caller: &caller, target: &target, combo: false, body: Bytes::new(), handoff: None, timeout: None };
     let conn = h.snapshot.candidates("openai")[0].clone();
     let cfg = crate::resilience::engine::breaker_config(&h.state.resilience.current(), app::types::Category::Apikey);
     let mut run =
