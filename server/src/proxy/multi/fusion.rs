@@ -92,11 +92,7 @@ async fn gather(
             });
             let answer = match member_req {
                 Ok(member_req) => ask_text(state, &member_req, inbound, member).await,
-                Err(e) => Err(Unheard {
-                    status: e.status,
-                    reason: format!("status_{}", e.status.as_u16()),
-                    message: e.message,
-                }),
+                Err(e) => Err(Unheard::from(e)),
             };
             (i, answer)
         };

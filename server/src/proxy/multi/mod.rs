@@ -83,6 +83,19 @@ pub struct Unheard {
     pub message: String,
 }
 
+impl Unheard {
+    /// The member answered `status`.
+    fn answered(status: StatusCode, message: String) -> Self {
+        Self { status, reason: format!("status_{}", status.as_u16()), message }
+    }
+}
+
+impl From<ProxyError> for Unheard {
+    fn from(e: ProxyError) -> Self {
+        Self::answered(e.status, e.message)
+    }
+}
+
 /// Asks `member` and reads the text of its (non-streamed) answer.
 pub async fn ask_text(
     state: &Arc<AppState>,
@@ -90,12 +103,7 @@ pub async fn ask_text(
     inbound: &Inbound<'_>,
     member: &ComboTarget,
 ) -> Result<String, Unheard> {
-    let failed = |status: StatusCode, message: String| Unheard {
-        status,
-        reason: format!("status_{}", status.as_u16()),
-        message,
-    };
-    let response = route::serve_member(state, req, inbound, member).await.map_err(|e| failed(e.status, e.message))?;
+    let response = route::serve_member(state, req, inbound, member).await?;
     let (head, body) = response.into_parts();
     let bytes = http_body_util::Limited::new(body, MAX_ANSWER_BYTES).collect().await.map(|b| b.to_bytes());
     let unreadable =
@@ -103,10 +111,8 @@ pub async fn ask_text(
     let bytes = bytes.map_err(|e| unreadable("unparseable", e.to_string()))?;
     if head.status != StatusCode::OK {
         let text = String::from_utf8_lossy(&bytes);
-        return Err(failed(
-            head.status,
-            translate::error_message(&text).unwrap_or_else(|| format!("answered {}", head.status)),
-        ));
+        let message = translate::error_message(&text).unwrap_or_else(|| format!("answered {}", head.status));
+        return Err(Unheard::answered(head.status, message));
     }
     match translate::response_text(req.protocol, &bytes) {
         Err(e) => Err(unreadable("unparseable", e.to_string())),
