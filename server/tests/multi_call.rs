@@ -226,6 +226,21 @@ async fn a_pipeline_step_is_retried_on_a_transient_failure_and_ends_the_request_
 }
 
 #[tokio::test]
+async fn a_responses_client_gets_the_last_steps_text_and_the_background_warning() {
+    let (fake, gw) = two_targets("pipeline", json!({}), [Some("Draft."), None]).await;
+    answers(&fake, "sk-o", "A draft.", None);
+    answers(&fake, "sk-d", "The final answer.", None);
+    let body = json!({"model": "panel", "input": "Say hello", "background": true});
+    let resp = gw.http.post(format!("{}/v1/responses", gw.url)).json(&body).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    assert!(resp.headers().contains_key("x-omniroute-warning"), "background ran synchronously, and says so");
+    let answer: Value = resp.json().await.unwrap();
+    assert_eq!(answer["output"][0]["content"][0]["text"], "The final answer.", "{answer}");
+    let last = &bodies(&fake, "sk-d")[0];
+    assert_eq!(last["messages"][0]["content"], "A draft.", "the first step's text, read from its Responses answer");
+}
+
+#[tokio::test]
 async fn strategy_fields_and_plans_that_cannot_run_are_refused_naming_the_field() {
     let (_fake, gw) = two_targets("fusion", json!({}), [None, None]).await;
     let refused = |combo: Value| {

@@ -133,6 +133,18 @@ fn gemini_target(path: &str) -> Result<(&str, bool), ProxyError> {
 }
 
 pub async fn serve(state: &Arc<AppState>, req: &ClientRequest, inbound: &Inbound<'_>) -> Result<Response, ProxyError> {
+    let mut response = planned(state, req, inbound).await?;
+    if req.background_dropped {
+        tracing::warn!(request_id = inbound.request_id, "{}", super::request::BACKGROUND_WARNING);
+        response
+            .headers_mut()
+            .insert("x-omniroute-warning", http::HeaderValue::from_static(super::request::BACKGROUND_WARNING));
+    }
+    Ok(response)
+}
+
+/// Serves `req` by what its model names: a combo's plan, or one target.
+async fn planned(state: &Arc<AppState>, req: &ClientRequest, inbound: &Inbound<'_>) -> Result<Response, ProxyError> {
     let snapshot = state.connections.snapshot();
     // An alias stands for a combo or a provider/model (SPEC §A).
     let aliased = state.aliases.resolve(&req.model);
@@ -211,12 +223,6 @@ async fn serve_plan(
     };
     let served = dispatch::run(state, snapshot, plan, &caller, |protocol, model| req.body_for(protocol, model));
     let mut response = served.await?;
-    if req.background_dropped {
-        tracing::warn!(request_id = inbound.request_id, "{}", super::request::BACKGROUND_WARNING);
-        response
-            .headers_mut()
-            .insert("x-omniroute-warning", http::HeaderValue::from_static(super::request::BACKGROUND_WARNING));
-    }
     if let Some(lease) = &lease {
         response.headers_mut().insert(leases::GENERATION_HEADER, http::HeaderValue::from(lease.generation));
     }
