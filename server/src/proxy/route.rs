@@ -1,7 +1,8 @@
 //! From a client's request to a response, whatever its protocol (the
-//! endpoint's path names it): a combo name plans the combo's targets,
-//! anything else resolves to one target; the dispatch loop serves the
-//! plan. Errors are answered in the client's protocol's envelope.
+//! endpoint's path names it): a combo name plans the combo's targets
+//! (a fusion or pipeline combo runs its own calls, `multi`), anything
+//! else resolves to one target; the dispatch loop serves the plan. Errors
+//! are answered in the client's protocol's envelope.
 
 use app::types::{
     Protocol,
@@ -193,6 +194,8 @@ fn resolved(model: &str, snapshot: &Snapshot) -> Result<Target, ProxyError> {
     })
 }
 
+/// Runs `plan` through the dispatch loop (`handoff`: a context-relay note
+/// for every connection but the one named).
 async fn serve_plan(
     state: &Arc<AppState>,
     req: &ClientRequest,
