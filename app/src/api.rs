@@ -38,7 +38,8 @@ mod ssr {
     /// message in `?error=`.
     pub fn fail(page: &str, e: BackendError) -> ServerFnError {
         if is_form_post() {
-            leptos_axum::redirect(&format!("{page}?error={}", crate::format::query_escape(&e.to_string())));
+            let sep = if page.contains('?') { '&' } else { '?' };
+            leptos_axum::redirect(&format!("{page}{sep}error={}", crate::format::query_escape(&e.to_string())));
         } else if let Some(opts) = use_context::<leptos_axum::ResponseOptions>() {
             opts.set_status(http::StatusCode::from_u16(e.status()).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR));
         }
@@ -62,17 +63,18 @@ fn given(s: Option<String>) -> Option<String> {
     s.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty())
 }
 
+/// Signs in; then goes to `next` (a path on this site) or Health.
 #[server(prefix = "/sfn", endpoint = "login")]
-pub async fn login(password: String) -> Result<(), ServerFnError> {
+pub async fn login(password: String, next: Option<String>) -> Result<(), ServerFnError> {
     let backend = ssr::backend()?;
     let parts = use_context::<http::request::Parts>().ok_or_else(|| ServerFnError::new("request missing"))?;
     match backend.login(&password, &parts).await {
         Ok(cookie) => {
             ssr::set_header(http::header::SET_COOKIE, &cookie);
-            leptos_axum::redirect("/monitoring/health");
+            leptos_axum::redirect(crate::session::safe_next(next.as_deref()));
             Ok(())
         }
-        Err(e) => Err(ssr::fail("/login", e)),
+        Err(e) => Err(ssr::fail(&crate::session::login_url(next.as_deref().unwrap_or_default()), e)),
     }
 }
 
@@ -81,7 +83,8 @@ pub async fn logout() -> Result<(), ServerFnError> {
     let backend = ssr::backend()?;
     let parts = use_context::<http::request::Parts>();
     let cookie = parts.as_ref().and_then(|p| p.headers.get(http::header::COOKIE)?.to_str().ok());
-    ssr::set_header(http::header::SET_COOKIE, &backend.logout(cookie));
+    let clear = backend.logout(cookie).await.map_err(|e| ssr::fail("/monitoring/health", e))?;
+    ssr::set_header(http::header::SET_COOKIE, &clear);
     leptos_axum::redirect("/login");
     Ok(())
 }

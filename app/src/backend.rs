@@ -72,7 +72,7 @@ pub trait Backend: Send + Sync + 'static {
     /// address); on success the `Set-Cookie` value.
     async fn login(&self, password: &str, request: &http::request::Parts) -> BackendResult<String>;
     /// Ends the session of this `Cookie` header; the clearing `Set-Cookie`.
-    fn logout(&self, cookie_header: Option<&str>) -> String;
+    async fn logout(&self, cookie_header: Option<&str>) -> BackendResult<String>;
     fn catalog(&self) -> Vec<CatalogEntry>;
     async fn list_connections(&self) -> BackendResult<ConnectionList>;
     async fn create_connection(&self, input: CreateConnection) -> BackendResult<ConnectionView>;

@@ -8,6 +8,7 @@ pub mod backend;
 pub mod components;
 pub mod format;
 pub mod pages;
+pub mod session;
 pub mod types;
 
 use leptos::prelude::*;

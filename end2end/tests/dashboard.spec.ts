@@ -3,12 +3,12 @@ import { FAKE, hydrated, login } from './helpers';
 
 test('unauthenticated pages redirect to /login and a wrong password is refused', async ({ page }) => {
   await page.goto('/providers');
-  await expect(page).toHaveURL(/\/login$/);
+  await expect(page).toHaveURL(/\/login\?next=%2Fproviders$/);
   await hydrated(page);
   await page.getByLabel('Admin password').fill('wrong');
   await page.getByRole('button', { name: 'Sign in' }).click();
   await expect(page.getByRole('alert')).toContainText('Wrong password');
-  await expect(page).toHaveURL(/\/login$/);
+  await expect(page).toHaveURL(/\/login\?next=%2Fproviders$/);
 });
 
 test('connection, key, proxied request and log row, all from the browser (JS on)', async ({ page, request }) => {

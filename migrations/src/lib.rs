@@ -10,6 +10,7 @@ mod m0001_initial;
 mod m0002_breakers;
 mod m0003_session_affinity;
 mod m0004_session_leases;
+mod m0005_dashboard_sessions;
 
 /// Every migration, oldest first.
 pub struct Migrator;
@@ -22,6 +23,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0002_breakers::Migration),
             Box::new(m0003_session_affinity::Migration),
             Box::new(m0004_session_leases::Migration),
+            Box::new(m0005_dashboard_sessions::Migration),
         ]
     }
 }

@@ -27,7 +27,7 @@ use tokio::net::TcpListener;
 use tokio::time::Instant;
 
 use crate::{
-    auth::{api_keys::KeyRegistry, password, secrets::SecretBox, sessions::SessionStore},
+    auth::{api_keys::KeyRegistry, password, secrets::SecretBox},
     config::Config,
     request_log::LogSink,
     resilience::{
@@ -85,7 +85,6 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
         keys,
         connections: ConnectionRegistry::default(),
         combos: ComboRegistry::default(),
-        sessions: SessionStore::default(),
         login_throttle: Default::default(),
         concurrency: Default::default(),
         queues: Default::default(),

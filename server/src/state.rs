@@ -4,7 +4,7 @@ use sea_orm::DatabaseConnection;
 use tokio::time::Instant;
 
 use crate::{
-    auth::{api_keys::KeyRegistry, login_throttle::LoginThrottle, secrets::SecretBox, sessions::SessionStore},
+    auth::{api_keys::KeyRegistry, login_throttle::LoginThrottle, secrets::SecretBox},
     config::Config,
     request_log::LogSink,
     resilience::{engine::Engine, settings::SettingsHandle},
@@ -17,7 +17,6 @@ pub struct AppState {
     pub config: Config,
     pub db: DatabaseConnection,
     pub secrets: SecretBox,
-    pub sessions: SessionStore,
     /// Wrong admin passwords by address (`auth::login_throttle`).
     pub login_throttle: LoginThrottle,
     pub keys: KeyRegistry,

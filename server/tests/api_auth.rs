@@ -108,3 +108,57 @@ async fn keys_are_shown_once_and_stored_only_as_hashes() {
     let db = std::fs::read(dir.path().join("omniroute.db")).unwrap();
     assert!(!String::from_utf8_lossy(&db).contains(key), "the database must not hold the key");
 }
+
+#[tokio::test]
+async fn a_session_survives_a_restart_and_ends_with_a_password_reset() {
+    let gw = Gateway::start().await;
+    let session = gw.sign_in().await;
+    let gw = Gateway::start_in(gw.stop().await).await;
+    let page = |gw: &Gateway| gw.http.get(format!("{}/providers", gw.url)).header("cookie", session.clone()).send();
+    assert_eq!(page(&gw).await.unwrap().status(), 200, "a restart keeps the session");
+
+    server::auth::password::reset(&gw.state.db, Some("a-new-password".into())).await.unwrap();
+    let after = page(&gw).await.unwrap();
+    assert_eq!(after.status(), 303, "a password reset ends every session");
+    assert_eq!(after.headers()["location"], "/login?next=%2Fproviders");
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn without_a_session_pages_and_server_functions_lead_to_sign_in_and_back() {
+    let gw = Gateway::start().await;
+    let page = gw.http.get(format!("{}/combos?tab=a", gw.url)).send().await.unwrap();
+    assert_eq!(page.headers()["location"], "/login?next=%2Fcombos%3Ftab%3Da");
+
+    // The hydrated app's call: a 401 its server_fn client decodes.
+    let call = gw.sfn("connections", "omniroute_session=stale", "").send().await.unwrap();
+    assert_eq!(call.status(), 401);
+    assert_eq!(call.text().await.unwrap(), format!("ServerError|{}", app::session::SIGNED_OUT));
+
+    // A plain form post goes to sign-in, then back to the page it came from.
+    let form = gw.sfn("create_key", "omniroute_session=stale", "name=k").header("accept", "text/html");
+    let form = form.header("referer", format!("{}/keys", gw.url)).send().await.unwrap();
+    assert_eq!(form.headers()["location"], "/login?next=%2Fkeys");
+
+    let signed_in = gw
+        .http
+        .post(format!("{}/sfn/login", gw.url))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header("accept", "text/html")
+        .body(format!("password={ADMIN_PASSWORD}&next=%2Fkeys"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed_in.headers()["location"], "/keys");
+    let elsewhere = gw
+        .http
+        .post(format!("{}/sfn/login", gw.url))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header("accept", "text/html")
+        .body(format!("password={ADMIN_PASSWORD}&next=%2F%2Fevil.example"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(elsewhere.headers()["location"], app::session::HOME, "next never leaves the site");
+    gw.stop().await;
+}

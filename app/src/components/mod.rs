@@ -91,7 +91,11 @@ impl LastError {
         #[cfg(target_arch = "wasm32")]
         Effect::new(move |_| {
             if let Some(result) = action.value().get() {
-                self.0.set(result.err().map(|e| e.to_string()));
+                let error = result.err().map(|e| e.to_string());
+                if let Some(e) = &error {
+                    crate::session::follow_if_signed_out(e);
+                }
+                self.0.set(error);
             }
         });
         #[cfg(not(target_arch = "wasm32"))]
@@ -184,6 +188,18 @@ pub fn TableHead(columns: &'static [&'static str]) -> impl IntoView {
             </tr>
         </thead>
     }
+}
+
+/// A page's data that did not load: the reason, or (session ended) the
+/// way to the login page.
+#[component]
+pub fn LoadFailed(error: String) -> impl IntoView {
+    #[cfg(target_arch = "wasm32")]
+    {
+        let error = error.clone();
+        Effect::new(move |_| crate::session::follow_if_signed_out(&error));
+    }
+    view! { <p role="alert" class="mb-4 p-3 rounded-md bg-red-100 text-red-800">{error}</p> }
 }
 
 /// Fallback while a page's data loads.

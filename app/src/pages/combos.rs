@@ -11,7 +11,7 @@ use crate::{
         DeleteAlias, DeleteCombo, SaveAlias, SaveCombo, get_aliases, get_catalog, get_combo_status, get_combos,
         get_connections,
     },
-    components::{Countdown, LastError, Layout, Loading, REFRESH_TICKS, use_ticker},
+    components::{Countdown, LastError, Layout, LoadFailed, Loading, REFRESH_TICKS, use_ticker},
     types::{
         CatalogEntry,
         alias::Alias,
@@ -53,7 +53,7 @@ pub fn CombosPage() -> impl IntoView {
                 {move || Suspend::new(async move {
                     match combos.await {
                         Ok(list) => view! { <ComboTable combos=list.combos save delete live /> }.into_any(),
-                        Err(e) => view! { <p role="alert">{e.to_string()}</p> }.into_any(),
+                        Err(e) => view! { <LoadFailed error=e.to_string() /> }.into_any(),
                     }
                 })}
             </Transition>

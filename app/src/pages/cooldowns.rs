@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use crate::{
     api::{ClearCooldowns, get_cooldowns},
-    components::{BUTTON, Countdown, Layout, Loading, REFRESH_TICKS, TableHead, action_error, use_ticker},
+    components::{BUTTON, Countdown, Layout, LoadFailed, Loading, REFRESH_TICKS, TableHead, action_error, use_ticker},
     pages::settings::{SettingsCards, cards::COOLDOWN_RULES_CARD},
     types::monitoring::{CooldownConnection, ExclusionStatus},
 };
@@ -30,7 +30,7 @@ pub fn CooldownsPage() -> impl IntoView {
                 {move || Suspend::new(async move {
                     match list.await {
                         Ok(l) => view! { <Excluded rows=l.connections tick clear /> }.into_any(),
-                        Err(e) => view! { <p role="alert">{e.to_string()}</p> }.into_any(),
+                        Err(e) => view! { <LoadFailed error=e.to_string() /> }.into_any(),
                     }
                 })}
             </Transition>

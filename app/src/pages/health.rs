@@ -8,7 +8,7 @@ use leptos::prelude::*;
 
 use crate::{
     api::{ResetBreakers, get_health},
-    components::{BUTTON, Countdown, Layout, Loading, REFRESH_TICKS, TableHead, action_error, use_ticker},
+    components::{BUTTON, Countdown, Layout, LoadFailed, Loading, REFRESH_TICKS, TableHead, action_error, use_ticker},
     types::monitoring::{BreakerInfo, HealthReport, LeaseInfo, QueueInfo, SessionAffinityInfo},
 };
 use std::collections::BTreeMap;
@@ -25,7 +25,7 @@ pub fn HealthPage() -> impl IntoView {
                 {move || Suspend::new(async move {
                     match report.await {
                         Ok(r) => view! { <Report r tick reset /> }.into_any(),
-                        Err(e) => view! { <p role="alert">{e.to_string()}</p> }.into_any(),
+                        Err(e) => view! { <LoadFailed error=e.to_string() /> }.into_any(),
                     }
                 })}
             </Transition>

@@ -8,7 +8,7 @@ use leptos_router::hooks::use_query_map;
 
 use crate::{
     api::{CreateKey, RevokeKey, get_connections, get_keys, take_new_key},
-    components::{BUTTON, LastError, Layout, Loading, TableHead},
+    components::{BUTTON, LastError, Layout, LoadFailed, Loading, TableHead},
     format::timestamp,
     types::{ApiKeyView, ConnectionView, CreatedApiKey, Scope},
 };
@@ -50,11 +50,11 @@ pub fn KeysPage() -> impl IntoView {
                 {move || Suspend::new(async move {
                     let connections = match connections.await {
                         Ok(list) => list.connections,
-                        Err(e) => return view! { <p role="alert">{e.to_string()}</p> }.into_any(),
+                        Err(e) => return view! { <LoadFailed error=e.to_string() /> }.into_any(),
                     };
                     let list = match keys.await {
                         Ok(list) => list.keys,
-                        Err(e) => return view! { <p role="alert">{e.to_string()}</p> }.into_any(),
+                        Err(e) => return view! { <LoadFailed error=e.to_string() /> }.into_any(),
                     };
                     view! {
                         <CreateForm create connections=connections.clone() />

@@ -10,6 +10,8 @@ use crate::{
 #[component]
 pub fn LoginPage() -> impl IntoView {
     let login = ServerAction::<Login>::new();
+    let query = leptos_router::hooks::use_query_map();
+    let next = move || query.read().get("next").unwrap_or_default();
     view! {
         <main class="min-h-screen flex items-center justify-center">
             <div class="w-80 bg-white p-6 rounded-md shadow-sm">
@@ -17,6 +19,7 @@ pub fn LoginPage() -> impl IntoView {
                 <ErrorBanner />
                 {action_error(login)}
                 <ActionForm action=login>
+                    <input type="hidden" name="next" value=next />
                     <label class="block mb-2 text-sm" for="password">
                         "Admin password"
                     </label>

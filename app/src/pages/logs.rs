@@ -6,7 +6,7 @@ use leptos_router::{components::Form, hooks::use_query_map};
 
 use crate::{
     api::get_logs,
-    components::{Layout, Loading, use_ticker},
+    components::{Layout, LoadFailed, Loading, use_ticker},
     format::timestamp,
     types::LogRow,
 };
@@ -39,7 +39,7 @@ pub fn LogsPage() -> impl IntoView {
                 {move || Suspend::new(async move {
                     match logs.await {
                         Ok(list) => view! { <LogTable rows=list.logs /> }.into_any(),
-                        Err(e) => view! { <p role="alert">{e.to_string()}</p> }.into_any(),
+                        Err(e) => view! { <LoadFailed error=e.to_string() /> }.into_any(),
                     }
                 })}
             </Transition>

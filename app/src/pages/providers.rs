@@ -8,7 +8,7 @@ use crate::{
         AddConnection, DeleteConnection, EditConnection, SetConnectionActive, TestConnection, get_catalog,
         get_connections, get_health, get_rate_limits,
     },
-    components::{LastError, Layout, Loading, StatusBadge},
+    components::{LastError, Layout, LoadFailed, Loading, StatusBadge},
     types::{
         CatalogEntry, ConnectionView, RateLimitOverrides, format_model_concurrency,
         monitoring::QueueInfo,
@@ -177,7 +177,7 @@ pub fn ProvidersPage() -> impl IntoView {
                     };
                     match connections.await {
                         Ok(list) => view! { <ConnectionTable rows=list.connections actions live /> }.into_any(),
-                        Err(e) => view! { <p role="alert">{e.to_string()}</p> }.into_any(),
+                        Err(e) => view! { <LoadFailed error=e.to_string() /> }.into_any(),
                     }
                 })}
             </Transition>

@@ -39,8 +39,10 @@ pub async fn login(
 }
 
 pub async fn logout(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
-    if let Some(t) = session_token(&headers) {
-        state.sessions.revoke(t);
+    if let Some(t) = session_token(&headers)
+        && let Err(e) = sessions::revoke(&state.db, t).await
+    {
+        return ApiError::from(crate::services::ServiceError::Db(e)).into_response();
     }
     (StatusCode::OK, [(SET_COOKIE, sessions::clear_cookie())], Json(serde_json::json!({"ok": true}))).into_response()
 }

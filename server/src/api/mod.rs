@@ -55,5 +55,5 @@ pub fn router(state: &Arc<AppState>) -> Router<Arc<AppState>> {
 
 /// Middleware for `/api/*`: 401 JSON when not an admin, never a redirect.
 async fn require_admin(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Result<Response, ApiError> {
-    if is_admin(&state, req.headers()) { Ok(next.run(req).await) } else { Err(ApiError::Unauthorized) }
+    if is_admin(&state, req.headers()).await { Ok(next.run(req).await) } else { Err(ApiError::Unauthorized) }
 }

@@ -30,16 +30,19 @@ pub fn session_token(headers: &HeaderMap) -> Option<&str> {
     headers.get(header::COOKIE).and_then(|v| v.to_str().ok()).and_then(sessions::token_from_cookie_header)
 }
 
-/// Whether the request may use the management API and the dashboard.
-pub fn is_admin(state: &AppState, headers: &HeaderMap) -> bool {
-    if session_token(headers).is_some_and(|t| state.sessions.is_valid(t, now_ms())) {
-        return true;
+/// Whether the request may use the management API and the dashboard: a
+/// management key (checked in memory) or a live dashboard session (one
+/// database lookup; the proxy path never asks).
+pub async fn is_admin(state: &AppState, headers: &HeaderMap) -> bool {
+    let by_key = presented_key(headers).is_some_and(|key| {
+        state.config.management_key.as_deref().is_some_and(|m| secret_eq(m, key))
+            || state.keys.lookup(key).is_some_and(|k| k.has(Scope::Management))
+    });
+    match session_token(headers) {
+        _ if by_key => true,
+        Some(token) => sessions::is_valid(&state.db, token, now_ms()).await,
+        None => false,
     }
-    let Some(key) = presented_key(headers) else { return false };
-    if state.config.management_key.as_deref().is_some_and(|m| secret_eq(m, key)) {
-        return true;
-    }
-    state.keys.lookup(key).is_some_and(|k| k.has(Scope::Management))
 }
 
 /// The address of the peer that sent a request (the TCP peer, never a

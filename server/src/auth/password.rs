@@ -33,10 +33,12 @@ pub async fn ensure_initial(db: &DatabaseConnection, initial: Option<&str>) -> R
     Ok(generated.then_some(password))
 }
 
-/// Replaces the admin password; returns the new one (generated if `None`).
+/// Replaces the admin password and signs everyone out; returns the new
+/// password (generated if `None`).
 pub async fn reset(db: &DatabaseConnection, new: Option<String>) -> Result<String, DbErr> {
     let password = new.unwrap_or_else(|| super::random_token(15));
     settings::put(db, ADMIN_PASSWORD_HASH, &hash(&password)).await?;
+    super::sessions::revoke_all(db).await?;
     Ok(password)
 }
 

@@ -1,43 +1,40 @@
 //! Dashboard sessions: random tokens in an HttpOnly, SameSite=Strict
-//! cookie; the server keeps only their SHA-256 and expiry. Sessions live in
-//! memory, so a restart signs everyone out (acceptable for one admin).
+//! cookie; the database keeps only their SHA-256 and expiry, so a restart
+//! signs nobody out while sign-out and a password reset (even from the
+//! command line, against a running server) end sessions at once.
 
-use parking_lot::Mutex;
-use std::collections::HashMap;
+use sea_orm::{DatabaseConnection, DbErr};
+
+use crate::db::dashboard_sessions as store;
 
 /// Name of the session cookie.
 pub const COOKIE: &str = "omniroute_session";
 /// Session lifetime in seconds (7 days).
 pub const TTL_SECS: i64 = 7 * 24 * 3600;
 
-#[derive(Default)]
-pub struct SessionStore {
-    /// token hash → expiry (epoch ms)
-    sessions: Mutex<HashMap<String, i64>>,
+/// Starts a session; returns the token for the cookie.
+pub async fn create(db: &DatabaseConnection, now_ms: i64) -> Result<String, DbErr> {
+    let token = super::random_token(32);
+    store::insert(db, super::sha256_hex(&token), now_ms, now_ms + TTL_SECS * 1000).await?;
+    Ok(token)
 }
 
-impl SessionStore {
-    /// Starts a session; returns the token for the cookie.
-    pub fn create(&self, now_ms: i64) -> String {
-        let token = super::random_token(32);
-        let mut map = self.sessions.lock();
-        map.retain(|_, exp| *exp > now_ms);
-        map.insert(super::sha256_hex(&token), now_ms + TTL_SECS * 1000);
-        token
-    }
+/// Whether `token` names a live session. A database error counts as "no"
+/// (and is logged): the caller is asked to sign in, never let in.
+pub async fn is_valid(db: &DatabaseConnection, token: &str, now_ms: i64) -> bool {
+    store::is_live(db, &super::sha256_hex(token), now_ms).await.unwrap_or_else(|e| {
+        tracing::error!(error = %e, "checking a dashboard session failed");
+        false
+    })
+}
 
-    pub fn is_valid(&self, token: &str, now_ms: i64) -> bool {
-        self.sessions.lock().get(&super::sha256_hex(token)).is_some_and(|exp| *exp > now_ms)
-    }
+pub async fn revoke(db: &DatabaseConnection, token: &str) -> Result<(), DbErr> {
+    store::delete(db, &super::sha256_hex(token)).await
+}
 
-    pub fn revoke(&self, token: &str) {
-        self.sessions.lock().remove(&super::sha256_hex(token));
-    }
-
-    /// Signs everyone out (after a password reset).
-    pub fn clear(&self) {
-        self.sessions.lock().clear();
-    }
+/// Signs everyone out (after a password reset).
+pub async fn revoke_all(db: &DatabaseConnection) -> Result<(), DbErr> {
+    store::delete_all(db).await
 }
 
 /// The `Set-Cookie` value that starts a session.
@@ -57,16 +54,26 @@ pub fn token_from_cookie_header(header: &str) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, reason = "a failed step is a failed test")]
     use super::*;
 
-    #[test]
-    fn sessions_expire_and_revoke() {
-        let s = SessionStore::default();
-        let t = s.create(1_000);
-        assert!(s.is_valid(&t, 2_000));
-        assert!(!s.is_valid(&t, 1_000 + TTL_SECS * 1000));
-        s.revoke(&t);
-        assert!(!s.is_valid(&t, 2_000));
+    #[tokio::test]
+    async fn sessions_survive_a_reconnect_expire_and_revoke() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("s.db").display());
+        let db = crate::db::connect(&url).await.unwrap();
+        let t = create(&db, 1_000).await.unwrap();
+        let other = create(&db, 1_000).await.unwrap();
+        drop(db);
+        let db = crate::db::connect(&url).await.unwrap();
+        assert!(is_valid(&db, &t, 2_000).await);
+        assert!(!is_valid(&db, &t, 1_000 + TTL_SECS * 1000).await);
+        assert!(!is_valid(&db, "not-a-session", 2_000).await);
+        revoke(&db, &t).await.unwrap();
+        assert!(!is_valid(&db, &t, 2_000).await);
+        assert!(is_valid(&db, &other, 2_000).await);
+        revoke_all(&db).await.unwrap();
+        assert!(!is_valid(&db, &other, 2_000).await);
     }
 
     #[test]

@@ -6,6 +6,7 @@ pub mod aliases;
 pub mod api_keys;
 pub mod combos;
 pub mod connections;
+pub mod dashboard_sessions;
 pub mod entities;
 pub mod files;
 pub mod leases;

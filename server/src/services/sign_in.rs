@@ -4,7 +4,11 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 
-use crate::{auth::password, db::now_ms, state::AppState};
+use crate::{
+    auth::{password, sessions},
+    db::now_ms,
+    state::AppState,
+};
 
 /// Why a sign-in was refused.
 #[derive(Debug, thiserror::Error)]
@@ -29,5 +33,5 @@ pub async fn sign_in(state: &AppState, client: Option<IpAddr>, password: &str) -
         return Err(SignInError::WrongPassword);
     }
     state.login_throttle.succeeded(client);
-    Ok(state.sessions.create(now_ms()))
+    Ok(sessions::create(&state.db, now_ms()).await?)
 }

@@ -66,11 +66,11 @@ impl Backend for WebBackend {
         }
     }
 
-    fn logout(&self, cookie_header: Option<&str>) -> String {
+    async fn logout(&self, cookie_header: Option<&str>) -> BackendResult<String> {
         if let Some(token) = cookie_header.and_then(sessions::token_from_cookie_header) {
-            self.state.sessions.revoke(token);
+            sessions::revoke(&self.state.db, token).await.map_err(|e| err(ServiceError::Db(e)))?;
         }
-        sessions::clear_cookie()
+        Ok(sessions::clear_cookie())
     }
 
     fn catalog(&self) -> Vec<CatalogEntry> {

@@ -7,7 +7,7 @@
 
 mod backend;
 
-use app::{App, backend::SharedBackend, shell};
+use app::{App, backend::SharedBackend, session, shell};
 use axum::{
     Router,
     body::Body,
@@ -54,16 +54,30 @@ pub fn router(state: &Arc<AppState>) -> Router {
         .merge(assets)
 }
 
-/// Pages redirect to `/login`, server functions answer 401.
+/// Without a session, pages and plain (no-JS) form posts go to
+/// `/login?next=` the page they came from; server functions called by the
+/// hydrated app answer 401 with [`session::SIGNED_OUT`], encoded as
+/// server_fn encodes errors, so the app reads it and makes the same trip.
 async fn require_session(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
     let path = req.uri().path();
-    if PUBLIC_PAGES.contains(&path) || PUBLIC_SERVER_FNS.contains(&path) || is_admin(&state, req.headers()) {
+    if PUBLIC_PAGES.contains(&path) || PUBLIC_SERVER_FNS.contains(&path) || is_admin(&state, req.headers()).await {
         return next.run(req).await;
     }
-    if path.starts_with("/sfn/") {
-        return (StatusCode::UNAUTHORIZED, "Please sign in again").into_response();
+    if !path.starts_with("/sfn/") {
+        let here = req.uri().path_and_query().map_or(path, |p| p.as_str());
+        return Redirect::to(&session::login_url(here)).into_response();
     }
-    Redirect::to("/login").into_response()
+    let accepts_html =
+        req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.contains("text/html"));
+    if accepts_html {
+        let came_from =
+            req.headers().get(header::REFERER).and_then(|v| v.to_str().ok()?.parse::<axum::http::Uri>().ok());
+        let here = came_from.as_ref().and_then(|u| u.path_and_query()).map_or("", |p| p.as_str());
+        return Redirect::to(&session::login_url(here)).into_response();
+    }
+    let mut resp = (StatusCode::UNAUTHORIZED, format!("ServerError|{}", session::SIGNED_OUT)).into_response();
+    resp.headers_mut().insert("serverfnerror", HeaderValue::from_static("1"));
+    resp
 }
 
 /// Bodies a server function could not decode are the caller's mistake:
@@ -105,5 +119,5 @@ pub async fn security_headers(req: Request, next: Next) -> Response {
 }
 
 async fn root(State(state): State<Arc<AppState>>, req: Request) -> Redirect {
-    Redirect::to(if is_admin(&state, req.headers()) { "/monitoring/health" } else { "/login" })
+    Redirect::to(if is_admin(&state, req.headers()).await { "/monitoring/health" } else { "/login" })
 }

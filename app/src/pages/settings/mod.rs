@@ -10,7 +10,7 @@ use leptos::prelude::*;
 
 use crate::{
     api::{SaveResilience, get_resilience},
-    components::{Layout, Loading, action_error},
+    components::{Layout, LoadFailed, Loading, action_error},
 };
 use card::SettingsCard;
 use cards::{Card, MODEL_LOCKOUT_CARD, RESILIENCE_CARDS};
@@ -49,7 +49,7 @@ pub fn SettingsCards(cards: &'static [Card], #[prop(optional)] resettable: bool)
                                 .collect_view()
                                 .into_any()
                         }
-                        Err(e) => view! { <p role="alert">{e.to_string()}</p> }.into_any(),
+                        Err(e) => view! { <LoadFailed error=e.to_string() /> }.into_any(),
                     }
                 })}
         </Transition>

@@ -6,7 +6,7 @@ use leptos::prelude::*;
 
 use crate::{
     api::{ClearModelCooldown, get_model_cooldowns},
-    components::{BUTTON, Countdown, Loading, REFRESH_TICKS, TableHead, action_error, use_ticker},
+    components::{BUTTON, Countdown, LoadFailed, Loading, REFRESH_TICKS, TableHead, action_error, use_ticker},
     types::monitoring::ModelCooldown,
 };
 
@@ -32,7 +32,7 @@ pub fn ModelCooldownsCard() -> impl IntoView {
                 {move || Suspend::new(async move {
                     match list.await {
                         Ok(l) => view! { <LockTable items=l.items tick clear /> }.into_any(),
-                        Err(e) => view! { <p role="alert">{e.to_string()}</p> }.into_any(),
+                        Err(e) => view! { <LoadFailed error=e.to_string() /> }.into_any(),
                     }
                 })}
             </Transition>
