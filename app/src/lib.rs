@@ -12,15 +12,16 @@ pub mod session;
 pub mod types;
 
 use leptos::prelude::*;
-use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
+use leptos_meta::{MetaTags, Title, provide_meta_context};
 use leptos_router::{
     SsrMode,
     components::{Route, Router, Routes},
     path,
 };
 
-/// The HTML document around the app (server side only).
-pub fn shell(options: LeptosOptions) -> impl IntoView {
+/// The HTML document around the app (server side only); its bundle is
+/// served under `assets` (a versioned path).
+pub fn shell(options: LeptosOptions, assets: String) -> impl IntoView {
     #[cfg(feature = "ssr")]
     send_content_security_policy();
     view! {
@@ -29,7 +30,9 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
             <head>
                 <meta charset="utf-8" />
                 <meta name="viewport" content="width=device-width, initial-scale=1" />
-                <HydrationScripts options />
+                <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
+                <link rel="stylesheet" href=format!("{assets}/pkg/app.css") />
+                <HydrationScripts options root=assets />
                 <MetaTags />
             </head>
             <body class="bg-slate-50 text-slate-900">
@@ -64,7 +67,6 @@ fn send_content_security_policy() {
 pub fn App() -> impl IntoView {
     provide_meta_context();
     view! {
-        <Stylesheet id="app-css" href="/pkg/app.css" />
         <Title text="OmniRoute" />
         <Router>
             <Routes fallback=|| view! { <pages::NotFound /> }>

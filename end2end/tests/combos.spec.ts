@@ -78,9 +78,14 @@ test('Combos: create with weights (refusing a bad line as typed), route traffic,
   await alias.getByLabel('Stands for (provider/model or combo)').fill('e2e-split');
   await alias.getByRole('button', { name: 'Save alias' }).click();
   await expect(page.getByRole('alert').filter({ hasText: 'alias:' })).toContainText('alias: is already the id of provider');
-  await page.locator('[data-alias="e2e-split-alias"]').getByRole('button', { name: 'Delete' }).click();
-  await expect(page.locator('[data-alias="e2e-split-alias"]')).toHaveCount(0);
-  await row.getByRole('button', { name: 'Delete' }).click();
+  // Deleting asks first; each row's button is named by its row.
+  const aliasRow = page.locator('[data-alias="e2e-split-alias"]');
+  await aliasRow.getByRole('button', { name: 'Delete e2e-split-alias' }).click();
+  await expect(aliasRow.getByTestId('confirm')).toContainText('Delete the alias “e2e-split-alias”?');
+  await aliasRow.getByRole('button', { name: 'Delete alias' }).click();
+  await expect(aliasRow).toHaveCount(0);
+  await row.getByRole('button', { name: 'Delete e2e-split', exact: true }).click();
+  await row.getByRole('button', { name: 'Delete combo' }).click();
   await expect(row).toHaveCount(0);
   expect((await page.request.get('/api/combos/e2e-split')).status()).toBe(404);
 });

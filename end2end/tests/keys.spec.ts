@@ -27,7 +27,7 @@ test('API keys: create one with scopes and allowed connections, see them listed,
 
   // Revoke asks first; only the confirmation revokes.
   await row.getByText('Revoke', { exact: true }).click();
-  await expect(row.getByTestId('revoke-confirm')).toContainText('Clients using it are refused');
+  await expect(row.getByTestId('confirm')).toContainText('Clients using it are refused');
   await row.getByRole('button', { name: 'Revoke key' }).click();
   await expect(page.locator('tr', { hasText: 'e2e-lease-agent' })).toHaveCount(0);
 });

@@ -83,7 +83,7 @@ test('Providers switches rate-limit protection; Health lists a protected connect
   await expect(row.getByTestId('protection')).toHaveText('on (automatic) · 0 waiting · 0 started');
   const choose = async (mode: string) => {
     // The edit panel stays open after a save.
-    if (!(await row.locator('details').evaluate((d) => (d as HTMLDetailsElement).open))) {
+    if (!(await row.getByTestId('edit').evaluate((d) => (d as HTMLDetailsElement).open))) {
       await row.getByText('Edit', { exact: true }).click();
     }
     await row.getByLabel('Rate-limit protection').selectOption(mode);

@@ -39,7 +39,9 @@ test('login, add/disable/delete a connection and create/revoke a key without Jav
 
   await renamed.getByRole('button', { name: 'Disable' }).click();
   await expect(page.locator('tr', { hasText: 'nojs-renamed' }).locator('[data-status]')).toHaveText('disabled');
-  await page.locator('tr', { hasText: 'nojs-renamed' }).getByRole('button', { name: 'Delete' }).click();
+  // Deleting asks first (a disclosure: no JavaScript needed).
+  await page.locator('tr', { hasText: 'nojs-renamed' }).getByText('Delete', { exact: true }).click();
+  await page.locator('tr', { hasText: 'nojs-renamed' }).getByRole('button', { name: 'Delete connection' }).click();
   await expect(page.locator('tr', { hasText: 'nojs-renamed' })).toHaveCount(0);
 
   await page.goto('/keys');
@@ -116,6 +118,7 @@ test('combos are created, edited and deleted as plain form posts; a refusal come
   await row.locator('select[name=strategy]').selectOption('least-used');
   await row.getByRole('button', { name: 'Save' }).click();
   await expect(page.locator('[data-combo="nojs-combo"] [data-testid="strategy"]')).toHaveText('least-used');
-  await page.locator('[data-combo="nojs-combo"]').getByRole('button', { name: 'Delete' }).click();
+  await page.locator('[data-combo="nojs-combo"]').getByText('Delete', { exact: true }).click();
+  await page.locator('[data-combo="nojs-combo"]').getByRole('button', { name: 'Delete combo' }).click();
   await expect(page.locator('[data-combo="nojs-combo"]')).toHaveCount(0);
 });

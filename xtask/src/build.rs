@@ -1,6 +1,9 @@
 //! `cargo xtask build`: the wasm frontend (wasm-bindgen as a library), the
 //! CSS (encre-css over the class names in `app/src`), `public/`, and the
-//! server binary.
+//! server binary. A release build drops the wasm's name section (function
+//! names for stack traces: half the bundle) and weighs the bundle against
+//! its gzip budget. The bundle is over it today (782 KB, the code section
+//! alone), so the check warns; it becomes an error once the code is cut.
 
 use anyhow::Context;
 use std::{fs, path::Path};
@@ -8,6 +11,9 @@ use std::{fs, path::Path};
 use crate::util::{self, cargo, run, site_root, step};
 
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
+/// The most the release wasm may weigh, gzipped (§U: under 600 KB is the
+/// aim; 650 KB is the line).
+const WASM_BUDGET_GZIP: u64 = 650 * 1000;
 
 pub fn site_and_server(release: bool) -> anyhow::Result<()> {
     site(release)?;
@@ -36,13 +42,33 @@ pub fn site(release: bool) -> anyhow::Result<()> {
         .input_path(&wasm)
         .web(true)?
         .typescript(false)
+        .remove_name_section(release)
+        .remove_producers_section(release)
         .out_name("app")
         .generate(&pkg)
         .with_context(|| format!("wasm-bindgen on {}", wasm.display()))?;
+    if release {
+        weigh(&pkg.join("app_bg.wasm"))?;
+    }
     step("css");
     fs::write(pkg.join("app.css"), css()?)?;
     copy_dir(&util::root().join("public"), &site_root())?;
     eprintln!("site ready in {}", site_root().display());
+    Ok(())
+}
+
+/// Prints the wasm's weight, raw and gzipped, against
+/// [`WASM_BUDGET_GZIP`], with a warning when it is over.
+fn weigh(wasm: &Path) -> anyhow::Result<()> {
+    use std::io::Write;
+    let bytes = fs::read(wasm)?;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(&bytes)?;
+    let gzipped = u64::try_from(gz.finish()?.len())?;
+    eprintln!("wasm: {} KB, {} KB gzipped (budget {} KB)", bytes.len() / 1000, gzipped / 1000, WASM_BUDGET_GZIP / 1000);
+    if gzipped > WASM_BUDGET_GZIP {
+        eprintln!("warning: the wasm bundle is over its gzip budget");
+    }
     Ok(())
 }
 

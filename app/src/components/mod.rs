@@ -1,56 +1,15 @@
 //! Reusable widgets: the app shell with navigation, banners, badges.
 
+mod confirm;
+mod shell;
+
 use leptos::prelude::*;
-use leptos_router::{components::A, hooks::use_query_map};
+use leptos_router::hooks::use_query_map;
 
-use crate::{api::Logout, types::ConnectionStatus};
+pub use confirm::{CONFIRM_BUTTON, Confirm};
+pub use shell::{Layout, Logo, NAV, page_title};
 
-/// Every page of §U, in navigation order: (URL, label).
-pub const NAV: [(&str, &str); 9] = [
-    ("/monitoring/health", "Health"),
-    ("/monitoring/cooldowns", "Cooldown Manager"),
-    ("/providers", "Providers"),
-    ("/combos", "Combos"),
-    ("/keys", "API keys"),
-    ("/logs", "Logs"),
-    ("/settings/resilience", "Resilience"),
-    ("/settings/model-lockout", "Model Lockout"),
-    ("/login", "Login"),
-];
-
-/// The signed-in app shell: navigation, sign-out, and the page.
-#[component]
-pub fn Layout(title: &'static str, children: Children) -> impl IntoView {
-    let logout = ServerAction::<Logout>::new();
-    view! {
-        <div class="min-h-screen flex">
-            <nav class="w-56 bg-slate-900 text-slate-100 p-4 flex flex-col gap-1" aria-label="Main">
-                <div class="text-lg font-semibold mb-4">"OmniRoute"</div>
-                {NAV
-                    .iter()
-                    .filter(|(href, _)| *href != "/login")
-                    .map(|(href, label)| {
-                        view! {
-                            <A href=*href attr:class="px-2 py-1 rounded-md hover:bg-slate-700">
-                                {*label}
-                            </A>
-                        }
-                    })
-                    .collect_view()}
-                <ActionForm action=logout attr:class="mt-auto">
-                    <button type="submit" class="px-2 py-1 rounded-md hover:bg-slate-700 w-full text-left">
-                        "Sign out"
-                    </button>
-                </ActionForm>
-            </nav>
-            <main class="flex-1 p-6 max-w-6xl">
-                <h1 class="text-2xl font-semibold mb-4">{title}</h1>
-                <ErrorBanner />
-                {children()}
-            </main>
-        </div>
-    }
-}
+use crate::types::ConnectionStatus;
 
 /// Shows `?error=` (set after a failed plain form post).
 #[component]

@@ -11,7 +11,9 @@ use crate::{
         DeleteAlias, DeleteCombo, SaveAlias, SaveCombo, get_aliases, get_catalog, get_combo_status, get_combos,
         get_connections,
     },
-    components::{Countdown, LastError, Layout, LoadFailed, Loading, REFRESH_TICKS, use_ticker},
+    components::{
+        CONFIRM_BUTTON, Confirm, Countdown, LastError, Layout, LoadFailed, Loading, REFRESH_TICKS, use_ticker,
+    },
     types::{
         CatalogEntry,
         alias::Alias,
@@ -422,10 +424,16 @@ fn ComboTable(
                                 <td class="p-2 text-xs" data-testid="settings">{settings}</td>
                                 <td class="p-2"><ComboNow name=now live /></td>
                                 <td class="p-2 flex flex-wrap gap-1">
-                                    <ActionForm action=delete>
-                                        <input type="hidden" name="name" value=name />
-                                        <button type="submit" class=format!("{BUTTON} text-red-700")>"Delete"</button>
-                                    </ActionForm>
+                                    <Confirm
+                                        verb="Delete"
+                                        subject=name.clone()
+                                        question=format!("Delete the combo “{name}”? Requests for it are refused from then on.")
+                                    >
+                                        <ActionForm action=delete>
+                                            <input type="hidden" name="name" value=name />
+                                            <button type="submit" class=CONFIRM_BUTTON>"Delete combo"</button>
+                                        </ActionForm>
+                                    </Confirm>
                                     <details>
                                         <summary class="cursor-pointer text-sm">"Edit"</summary>
                                         <ComboForm combo=Some(c) save />
@@ -493,7 +501,7 @@ fn AliasTable(aliases: Vec<Alias>, delete: ServerAction<DeleteAlias>) -> impl In
         return view! { <p class="text-slate-500 text-sm" data-testid="aliases">"No aliases yet."</p> }.into_any();
     }
     view! {
-        <table class="w-full text-sm" data-testid="aliases">
+        <div class="overflow-x-auto"><table class="w-full text-sm" data-testid="aliases">
             <tbody>
                 {aliases
                     .into_iter()
@@ -504,17 +512,23 @@ fn AliasTable(aliases: Vec<Alias>, delete: ServerAction<DeleteAlias>) -> impl In
                                 <td class="p-2 font-mono">{cell}</td>
                                 <td class="p-2 font-mono">{format!("→ {}", a.model)}</td>
                                 <td class="p-2">
-                                    <ActionForm action=delete>
-                                        <input type="hidden" name="alias" value=name />
-                                        <button type="submit" class=format!("{BUTTON} text-red-700")>"Delete"</button>
-                                    </ActionForm>
+                                    <Confirm
+                                        verb="Delete"
+                                        subject=name.clone()
+                                        question=format!("Delete the alias “{name}”? Requests for it are refused from then on.")
+                                    >
+                                        <ActionForm action=delete>
+                                            <input type="hidden" name="alias" value=name />
+                                            <button type="submit" class=CONFIRM_BUTTON>"Delete alias"</button>
+                                        </ActionForm>
+                                    </Confirm>
                                 </td>
                             </tr>
                         }
                     })
                     .collect_view()}
             </tbody>
-        </table>
+        </table></div>
     }
     .into_any()
 }

@@ -9,7 +9,10 @@ use std::collections::BTreeSet;
 
 use crate::{
     api::{ClearCooldowns, get_cooldowns},
-    components::{BUTTON, Countdown, Layout, LoadFailed, Loading, REFRESH_TICKS, TableHead, action_error, use_ticker},
+    components::{
+        BUTTON, CONFIRM_BUTTON, Confirm, Countdown, Layout, LoadFailed, Loading, REFRESH_TICKS, TableHead,
+        action_error, use_ticker,
+    },
     pages::settings::{SettingsCards, cards::COOLDOWN_RULES_CARD},
     types::monitoring::{CooldownConnection, ExclusionStatus},
 };
@@ -64,10 +67,10 @@ fn Excluded(rows: Vec<CooldownConnection>, tick: RwSignal<u64>, clear: ServerAct
     let providers: BTreeSet<String> = rows.iter().map(|r| r.provider.clone()).collect();
     view! {
         <section class="mb-6 bg-white p-4 rounded-md shadow-sm">
-            <table class="w-full text-sm" data-testid="cooldowns">
+            <div class="overflow-x-auto"><table class="w-full text-sm" data-testid="cooldowns">
                 <TableHead columns=&["", "Provider", "Connection", "Status", "Back in", "Backoff level", "Last error", "Model locks", ""] />
                 <tbody>{rows.into_iter().map(|r| view! { <Row r tick clear /> }).collect_view()}</tbody>
-            </table>
+            </table></div>
             <ClearForms providers clear />
         </section>
     }
@@ -83,22 +86,28 @@ fn ClearForms(providers: BTreeSet<String>, clear: ServerAction<ClearCooldowns>) 
             <ActionForm action=clear attr:id=SELECTION_FORM>
                 <button type="submit" class=BUTTON>"Clear selected"</button>
             </ActionForm>
-            <ActionForm action=clear attr:class="flex gap-2 items-end">
-                <input type="hidden" name="all" value="true" />
-                <label class="flex flex-col text-sm">
-                    "Provider"
-                    <select name="provider" class="border border-slate-300 rounded-md px-2 py-1">
-                        {providers
-                            .into_iter()
-                            .map(|p| {
-                                let value = p.clone();
-                                view! { <option value=value>{p}</option> }
-                            })
-                            .collect_view()}
-                    </select>
-                </label>
-                <button type="submit" class=BUTTON>"Clear all of provider"</button>
-            </ActionForm>
+            <Confirm
+                verb="Clear all"
+                subject="of a provider".into()
+                question="Clear the cooldowns and model lockouts of every connection of the provider? They are tried again at once, even those that just failed; terminal ones stay as they are.".into()
+            >
+                <ActionForm action=clear attr:class="flex gap-2 items-end">
+                    <input type="hidden" name="all" value="true" />
+                    <label class="flex flex-col text-sm">
+                        "Provider"
+                        <select name="provider" class="border border-slate-300 rounded-md px-2 py-1">
+                            {providers
+                                .into_iter()
+                                .map(|p| {
+                                    let value = p.clone();
+                                    view! { <option value=value>{p}</option> }
+                                })
+                                .collect_view()}
+                        </select>
+                    </label>
+                    <button type="submit" class=CONFIRM_BUTTON>"Clear all of provider"</button>
+                </ActionForm>
+            </Confirm>
         </div>
     }
     .into_any()

@@ -65,7 +65,7 @@ fn Report(r: HealthReport, tick: RwSignal<u64>, reset: ServerAction<ResetBreaker
                 view! { <p class="text-slate-500">"No connections yet — add one on the Providers page."</p> }.into_any()
             } else {
                 view! {
-                    <table class="w-full text-sm" data-testid="provider-health">
+                    <div class="overflow-x-auto"><table class="w-full text-sm" data-testid="provider-health">
                         <TableHead columns=&["Provider", "Cooling down", "Active", "Next back in"] />
                         <tbody>
                             {r
@@ -86,7 +86,7 @@ fn Report(r: HealthReport, tick: RwSignal<u64>, reset: ServerAction<ResetBreaker
                                 })
                                 .collect_view()}
                         </tbody>
-                    </table>
+                    </table></div>
                 }
                     .into_any()
             }}
@@ -124,7 +124,7 @@ fn QueueTable(queues: BTreeMap<String, QueueInfo>) -> impl IntoView {
         .into_any();
     }
     view! {
-        <table class="w-full text-sm" data-testid="queues">
+        <div class="overflow-x-auto"><table class="w-full text-sm" data-testid="queues">
             <TableHead columns=&["Connection", "Limit", "Model", "Running", "Waiting", "Paused"] />
             <tbody>
                 {queues
@@ -151,7 +151,7 @@ fn QueueTable(queues: BTreeMap<String, QueueInfo>) -> impl IntoView {
                     })
                     .collect_view()}
             </tbody>
-        </table>
+        </table></div>
     }
     .into_any()
 }
@@ -170,7 +170,7 @@ fn LeaseTable(leases: Vec<LeaseInfo>, tick: RwSignal<u64>) -> impl IntoView {
     }
     view! {
         <h3 class="font-medium mt-4 mb-1">"Exclusive leases"</h3>
-        <table class="w-full text-sm" data-testid="session-leases">
+        <div class="overflow-x-auto"><table class="w-full text-sm" data-testid="session-leases">
             <TableHead columns=&["Connection", "Provider", "Owner", "Generation", "Ends in"] />
             <tbody>
                 {leases
@@ -189,7 +189,7 @@ fn LeaseTable(leases: Vec<LeaseInfo>, tick: RwSignal<u64>) -> impl IntoView {
                     })
                     .collect_view()}
             </tbody>
-        </table>
+        </table></div>
     }
     .into_any()
 }
@@ -221,7 +221,7 @@ fn PinTable(affinity: SessionAffinityInfo) -> impl IntoView {
     }
     view! {
         <div data-testid="session-pins">
-        <table class="w-full text-sm">
+        <div class="overflow-x-auto"><table class="w-full text-sm">
             <TableHead columns=&["Connection", "Provider", "Pinned sessions"] />
             <tbody>
                 {affinity
@@ -238,7 +238,7 @@ fn PinTable(affinity: SessionAffinityInfo) -> impl IntoView {
                     })
                     .collect_view()}
             </tbody>
-        </table>
+        </table></div>
         <p class="text-sm text-slate-600 mt-2">
             {format!("A pin lasts {lifetime} after the session's last request — ")}
             {settings}
@@ -256,7 +256,7 @@ fn BreakerTable(rows: Vec<BreakerInfo>, tick: RwSignal<u64>, reset: ServerAction
             .into_any();
     }
     view! {
-        <table class="w-full text-sm" data-testid="breakers">
+        <div class="overflow-x-auto"><table class="w-full text-sm" data-testid="breakers">
             <TableHead columns=&["Provider", "State", "Failures", "Last failure", "Probe in", ""] />
             <tbody>
                 {rows
@@ -291,7 +291,7 @@ fn BreakerTable(rows: Vec<BreakerInfo>, tick: RwSignal<u64>, reset: ServerAction
                     })
                     .collect_view()}
             </tbody>
-        </table>
+        </table></div>
     }
     .into_any()
 }

@@ -8,7 +8,7 @@ use leptos_router::hooks::use_query_map;
 
 use crate::{
     api::{CreateKey, RevokeKey, get_connections, get_keys, take_new_key},
-    components::{BUTTON, LastError, Layout, LoadFailed, Loading, TableHead},
+    components::{CONFIRM_BUTTON, Confirm, LastError, Layout, LoadFailed, Loading, TableHead},
     format::timestamp,
     types::{ApiKeyView, ConnectionView, CreatedApiKey, Scope},
 };
@@ -201,18 +201,13 @@ fn KeyTable(keys: Vec<ApiKeyView>, connections: Vec<ConnectionView>, revoke: Ser
 /// Revoke, after a confirmation (a disclosure: no JavaScript needed).
 #[component]
 fn RevokeButton(id: String, name: String, revoke: ServerAction<RevokeKey>) -> impl IntoView {
+    let question = format!("Revoke “{name}”? Clients using it are refused from the next request on.");
     view! {
-        <details>
-            <summary class=format!("{BUTTON} text-red-700 cursor-pointer list-none")>"Revoke"</summary>
-            <div class="mt-2 p-2 rounded-md bg-red-50 text-red-900 max-w-xs" data-testid="revoke-confirm">
-                <p>{format!("Revoke “{name}”? Clients using it are refused from the next request on.")}</p>
-                <ActionForm action=revoke>
-                    <input type="hidden" name="id" value=id />
-                    <button type="submit" class="mt-2 px-2 py-1 rounded-md bg-red-700 text-white text-sm">
-                        "Revoke key"
-                    </button>
-                </ActionForm>
-            </div>
-        </details>
+        <Confirm verb="Revoke" subject=name question>
+            <ActionForm action=revoke>
+                <input type="hidden" name="id" value=id />
+                <button type="submit" class=CONFIRM_BUTTON>"Revoke key"</button>
+            </ActionForm>
+        </Confirm>
     }
 }

@@ -13,9 +13,13 @@ pub fn LoginPage() -> impl IntoView {
     let query = leptos_router::hooks::use_query_map();
     let next = move || query.read().get("next").unwrap_or_default();
     view! {
-        <main class="min-h-screen flex items-center justify-center">
-            <div class="w-80 bg-white p-6 rounded-md shadow-sm">
-                <h1 class="text-xl font-semibold mb-4">"OmniRoute sign in"</h1>
+        <leptos_meta::Title text=crate::components::page_title("Sign in") />
+        <main class="min-h-screen flex items-center justify-center p-4">
+            <div class="w-80 max-w-full bg-white p-6 rounded-md shadow-sm">
+                <div class="mb-4">
+                    <crate::components::Logo />
+                </div>
+                <h1 class="text-xl font-semibold mb-4">"Sign in"</h1>
                 <ErrorBanner />
                 {action_error(login)}
                 <ActionForm action=login>

@@ -53,7 +53,7 @@ fn LogTable(rows: Vec<LogRow>) -> impl IntoView {
         return view! { <p class="text-slate-500">"No requests yet."</p> }.into_any();
     }
     view! {
-        <table class="w-full bg-white rounded-md shadow-sm text-sm" data-testid="logs">
+        <div class="overflow-x-auto"><table class="w-full bg-white rounded-md shadow-sm text-sm" data-testid="logs">
             <thead>
                 <tr class="text-left border-b border-slate-200">
                     <th class="p-2">"Time (UTC)"</th>
@@ -89,7 +89,7 @@ fn LogTable(rows: Vec<LogRow>) -> impl IntoView {
                     })
                     .collect_view()}
             </tbody>
-        </table>
+        </table></div>
     }
     .into_any()
 }

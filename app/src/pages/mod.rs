@@ -11,12 +11,16 @@ pub mod settings;
 
 use leptos::prelude::*;
 
+/// An unknown dashboard URL: a 404 in the app's layout.
 #[component]
 pub fn NotFound() -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    if let Some(opts) = use_context::<leptos_axum::ResponseOptions>() {
+        opts.set_status(http::StatusCode::NOT_FOUND);
+    }
     view! {
-        <main class="p-6">
-            <h1 class="text-2xl font-semibold">"Page not found"</h1>
-            <a href="/monitoring/health" class="text-indigo-600">"Back to the dashboard"</a>
-        </main>
+        <crate::components::Layout title="Page not found" summary="No dashboard page has this address.">
+            <a href=crate::session::HOME class="text-indigo-600">"Go to Health"</a>
+        </crate::components::Layout>
     }
 }

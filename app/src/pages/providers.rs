@@ -8,7 +8,7 @@ use crate::{
         AddConnection, DeleteConnection, EditConnection, SetConnectionActive, TestConnection, get_catalog,
         get_connections, get_health, get_rate_limits,
     },
-    components::{LastError, Layout, LoadFailed, Loading, StatusBadge},
+    components::{BUTTON, CONFIRM_BUTTON, Confirm, LastError, Layout, LoadFailed, Loading, StatusBadge},
     types::{
         CatalogEntry, ConnectionView, RateLimitOverrides, format_model_concurrency,
         monitoring::QueueInfo,
@@ -101,7 +101,6 @@ fn LimitInputs(max: Option<u32>, overrides: Option<RateLimitOverrides>) -> impl 
 }
 
 const INPUT: &str = "border border-slate-300 rounded-md px-2 py-1";
-const BUTTON: &str = "px-2 py-1 rounded-md border border-slate-300 bg-white hover:bg-slate-100 text-sm";
 
 #[component]
 pub fn ProvidersPage() -> impl IntoView {
@@ -206,7 +205,7 @@ fn CatalogTable(entries: Vec<CatalogEntry>) -> impl IntoView {
     view! {
         <details class="mb-6 bg-white p-4 rounded-md shadow-sm" data-testid="catalog">
             <summary class="cursor-pointer font-semibold">{format!("Provider catalog ({})", entries.len())}</summary>
-            <table class="w-full text-sm mt-2">
+            <div class="overflow-x-auto"><table class="w-full text-sm mt-2">
                 <thead>
                     <tr class="text-left border-b border-slate-200">
                         <th class="p-2">"Id"</th>
@@ -234,7 +233,7 @@ fn CatalogTable(entries: Vec<CatalogEntry>) -> impl IntoView {
                         })
                         .collect_view()}
                 </tbody>
-            </table>
+            </table></div>
         </details>
     }
 }
@@ -320,7 +319,7 @@ fn ConnectionRow(c: ConnectionView, actions: RowActions, live: Live) -> impl Int
         <tr class="border-b border-slate-100 align-top" data-connection-id=c.id.clone()>
             <td class="p-2">{c.provider.clone()}</td>
             <td class="p-2">{c.name.clone()}</td>
-            <td class="p-2 font-mono">{c.api_key_masked.clone().unwrap_or_else(|| "—".into())}</td>
+            <td class="p-2 font-mono whitespace-nowrap">{c.api_key_masked.clone().unwrap_or_else(|| "—".into())}</td>
             <td class="p-2">{c.priority}</td>
             <td class="p-2">
                 <StatusBadge status=c.status />
@@ -338,10 +337,16 @@ fn ConnectionRow(c: ConnectionView, actions: RowActions, live: Live) -> impl Int
                     <input type="hidden" name="active" value=(!active).to_string() />
                     <button type="submit" class=BUTTON>{if active { "Disable" } else { "Enable" }}</button>
                 </ActionForm>
-                <ActionForm action=actions.delete>
-                    <input type="hidden" name="id" value=id_delete />
-                    <button type="submit" class=format!("{BUTTON} text-red-700")>"Delete"</button>
-                </ActionForm>
+                <Confirm
+                    verb="Delete"
+                    subject=c.name.clone()
+                    question=format!("Delete the connection “{}”? Its key is forgotten; requests stop using it at once.", c.name)
+                >
+                    <ActionForm action=actions.delete>
+                        <input type="hidden" name="id" value=id_delete />
+                        <button type="submit" class=CONFIRM_BUTTON>"Delete connection"</button>
+                    </ActionForm>
+                </Confirm>
                 <details node_ref=edit_form data-testid="edit">
                     <summary class="cursor-pointer text-sm">"Edit"</summary>
                     <ActionForm action=actions.edit attr:class="flex flex-col gap-1 mt-1">

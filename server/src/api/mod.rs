@@ -50,7 +50,6 @@ pub fn router(state: &Arc<AppState>) -> Router<Arc<AppState>> {
         .route("/api/auth/login", post(auth::login))
         .route("/api/auth/logout", post(auth::logout))
         .merge(protected)
-        .fallback(error::not_found)
 }
 
 /// Middleware for `/api/*`: 401 JSON when not an admin, never a redirect.

@@ -1,10 +1,12 @@
-//! Browser-facing routes: the server-rendered, hydrated dashboard pages,
-//! its server functions under `/sfn`, the `/pkg` assets (compressed), and
-//! `/` (`HEAD /` answered cheaply: Claude Code probes it at start).
+//! Browser-facing routes: the server-rendered, hydrated dashboard pages
+//! (compressed), its server functions under `/sfn`, the static files
+//! ([`assets`]), and `/` (`HEAD /` answered cheaply: Claude Code probes it
+//! at start).
 //! Pages and server functions need an admin session; unauthenticated page
 //! requests are redirected to `/login`. Every browser-facing answer carries
 //! the framing, sniffing and referrer headers; pages add their CSP.
 
+mod assets;
 mod backend;
 
 use app::{App, backend::SharedBackend, session, shell};
@@ -20,9 +22,9 @@ use axum::{
 use leptos::prelude::{LeptosOptions, provide_context};
 use leptos_axum::{LeptosRoutes, generate_route_list};
 use std::sync::Arc;
-use tower_http::{compression::CompressionLayer, services::ServeDir};
+use tower_http::compression::CompressionLayer;
 
-use crate::{auth::identity::is_admin, state::AppState};
+use crate::{api::error::not_found, auth::identity::is_admin, state::AppState};
 
 /// Paths reachable without a session.
 const PUBLIC_PAGES: [&str; 1] = ["/login"];
@@ -37,14 +39,24 @@ pub fn router(state: &Arc<AppState>) -> Router {
         let backend = backend.clone();
         move || provide_context(backend.clone())
     };
+    let assets_root = assets::root(&site_root);
+    let app_shell = {
+        let (options, assets_root) = (options.clone(), assets_root.clone());
+        move || shell(options.clone(), assets_root.clone())
+    };
+    let not_found_page = leptos_axum::render_app_to_stream_with_context(context.clone(), app_shell.clone());
     let pages = Router::new()
-        .leptos_routes_with_context(&options, generate_route_list(App), context.clone(), {
-            let options = options.clone();
-            move || shell(options.clone())
+        .leptos_routes_with_context(&options, generate_route_list(App), context.clone(), app_shell)
+        .fallback(move |req: Request| async move {
+            if is_machine_path(req.uri().path()) {
+                not_found().await.into_response()
+            } else {
+                not_found_page(req).await
+            }
         })
-        .with_state(options);
-    let assets =
-        Router::new().nest_service("/pkg", ServeDir::new(site_root.join("pkg"))).layer(CompressionLayer::new());
+        .with_state(options)
+        .layer(CompressionLayer::new());
+    let assets = assets::router(&site_root, &assets_root);
     let root_routes = Router::new().route("/", get(root).head(|| async { StatusCode::OK })).with_state(state.clone());
     Router::new()
         .merge(pages)
@@ -54,13 +66,23 @@ pub fn router(state: &Arc<AppState>) -> Router {
         .merge(assets)
 }
 
+/// Paths of the proxy, the management API and the asset bundle: their
+/// unknown URLs get a JSON 404, never a page or a redirect.
+fn is_machine_path(path: &str) -> bool {
+    path.starts_with("/api/") || path == "/api" || path.starts_with("/v1") || path.starts_with("/assets/")
+}
+
 /// Without a session, pages and plain (no-JS) form posts go to
 /// `/login?next=` the page they came from; server functions called by the
 /// hydrated app answer 401 with [`session::SIGNED_OUT`], encoded as
 /// server_fn encodes errors, so the app reads it and makes the same trip.
 async fn require_session(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
     let path = req.uri().path();
-    if PUBLIC_PAGES.contains(&path) || PUBLIC_SERVER_FNS.contains(&path) || is_admin(&state, req.headers()).await {
+    if is_machine_path(path)
+        || PUBLIC_PAGES.contains(&path)
+        || PUBLIC_SERVER_FNS.contains(&path)
+        || is_admin(&state, req.headers()).await
+    {
         return next.run(req).await;
     }
     if !path.starts_with("/sfn/") {

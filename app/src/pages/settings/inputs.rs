@@ -268,7 +268,7 @@ fn RulesEditor(path: &'static str, draft: Draft, initial: BTreeMap<String, Strin
         }
     };
     view! {
-        <table class="text-sm w-full" data-testid="rules">
+        <div class="overflow-x-auto"><table class="text-sm w-full" data-testid="rules">
             <thead>
                 <tr class="text-left">
                     {RULE_KEYS.map(|c| view! { <th class="p-1 font-medium">{c}</th> })}
@@ -287,7 +287,7 @@ fn RulesEditor(path: &'static str, draft: Draft, initial: BTreeMap<String, Strin
                     </tr>
                 </For>
             </tbody>
-        </table>
+        </table></div>
         <button type="button" class=format!("{SMALL_BUTTON} self-start") on:click=add_row>
             "Add rule"
         </button>

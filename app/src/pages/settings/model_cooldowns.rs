@@ -46,7 +46,7 @@ fn LockTable(items: Vec<ModelCooldown>, tick: RwSignal<u64>, clear: ServerAction
         return view! { <p class="text-slate-500" data-testid="model-cooldowns">"No model is locked."</p> }.into_any();
     }
     view! {
-        <table class="w-full text-sm" data-testid="model-cooldowns">
+        <div class="overflow-x-auto"><table class="w-full text-sm" data-testid="model-cooldowns">
             <TableHead columns=&["Provider", "Connection", "Model", "Reason", "Remaining", "Failures", ""] />
             <tbody>
                 {items
@@ -75,7 +75,7 @@ fn LockTable(items: Vec<ModelCooldown>, tick: RwSignal<u64>, clear: ServerAction
                     })
                     .collect_view()}
             </tbody>
-        </table>
+        </table></div>
     }
     .into_any()
 }

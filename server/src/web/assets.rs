@@ -1,0 +1,66 @@
+//! The dashboard's static files. The built bundle (`pkg/`: the wasm, its
+//! JS glue, the CSS) is served under `/assets/<version>/pkg/`, where the
+//! version is a hash of those files taken at start: a new build gets new
+//! URLs, so the files can be cached as `immutable` for a year, and a
+//! browser never pairs old JS with new wasm. Other versions are 404s.
+//! The favicon and robots.txt sit at the root, cached for a day.
+
+use axum::{
+    Router,
+    http::{HeaderValue, header},
+};
+use sha2::{Digest, Sha256};
+use std::path::Path;
+use tower_http::{compression::CompressionLayer, services::ServeFile, set_header::SetResponseHeaderLayer};
+
+/// The bundle's files, in a fixed order for the hash.
+const BUNDLE: [&str; 3] = ["app.js", "app_bg.wasm", "app.css"];
+const IMMUTABLE: &str = "public, max-age=31536000, immutable";
+const ONE_DAY: &str = "public, max-age=86400";
+
+/// `/assets/<first 16 hex digits of the bundle's SHA-256>`; the prefix
+/// the pages give their asset URLs. A missing file hashes as empty (the
+/// tests run without a built site).
+pub fn root(site_root: &Path) -> String {
+    let mut hash = Sha256::new();
+    for name in BUNDLE {
+        hash.update(std::fs::read(site_root.join("pkg").join(name)).unwrap_or_default());
+        hash.update([0]);
+    }
+    let digest = hash.finalize();
+    let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    format!("/assets/{hex}")
+}
+
+/// The routes of the bundle under `root` and of the root-level files.
+pub fn router(site_root: &Path, root: &str) -> Router {
+    let cache = |value: &'static str| {
+        SetResponseHeaderLayer::overriding(header::CACHE_CONTROL, HeaderValue::from_static(value))
+    };
+    let bundle = Router::new()
+        .nest_service(&format!("{root}/pkg"), tower_http::services::ServeDir::new(site_root.join("pkg")))
+        .layer(cache(IMMUTABLE));
+    let files = Router::new()
+        .route_service("/favicon.svg", ServeFile::new(site_root.join("favicon.svg")))
+        .route_service("/robots.txt", ServeFile::new(site_root.join("robots.txt")))
+        .layer(cache(ONE_DAY));
+    bundle.merge(files).layer(CompressionLayer::new())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "a failed step is a failed test")]
+
+    #[test]
+    fn the_version_follows_the_bundle() {
+        let dir = tempfile::tempdir().unwrap();
+        let empty = super::root(dir.path());
+        std::fs::create_dir_all(dir.path().join("pkg")).unwrap();
+        std::fs::write(dir.path().join("pkg/app.js"), "one").unwrap();
+        let one = super::root(dir.path());
+        std::fs::write(dir.path().join("pkg/app.js"), "two").unwrap();
+        let two = super::root(dir.path());
+        assert!(one.starts_with("/assets/") && one.len() == "/assets/".len() + 16, "{one}");
+        assert!(empty != one && one != two);
+    }
+}
