@@ -55,6 +55,39 @@ test('Health shows an open breaker with its countdown, and Reset closes it', asy
   await expect(page.getByTestId('breakers')).toHaveText('Every provider circuit breaker is closed.');
 });
 
+test('one status truth: a breaker opened by real traffic shows on the live Providers badge, Health and the Cooldown Manager, which resets it', async ({
+  page,
+}) => {
+  await login(page);
+  const key = await clientKey(page.request);
+  const id = await addConnection(page.request, 'ollama', 'truth-local', 'unused', 2);
+  await page.goto('/providers');
+  await hydrated(page);
+  const badge = page.locator(`[data-connection-id="${id}"] [data-status]`);
+  await expect(badge).toHaveText('active');
+
+  // The local profile opens after 2 provider failures (rule from the test above).
+  await fakeRule(page, { model: 'broken-model', status: 503, body: { error: { message: 'model crashed' } } });
+  for (let i = 0; i < 2; i++) expect((await chat(page, key, 'ollama/broken-model')).status()).toBe(503);
+
+  // No reload: the badge follows on its own, with the time left.
+  await expect(badge.locator('[data-status-word]')).toHaveText('breaker open', { timeout: 12_000 });
+  await expect(badge.locator('[data-countdown]')).toBeVisible();
+
+  await page.goto('/monitoring/health');
+  await expect(page.getByTestId('health-status')).not.toHaveText('healthy');
+  await expect(page.getByTestId('health-reasons')).toContainText('ollama: breaker OPEN');
+
+  await page.goto('/monitoring/cooldowns');
+  await hydrated(page);
+  const held = page.locator('[data-held-provider="ollama"]');
+  await expect(held).toContainText('breaker OPEN');
+  await held.getByRole('button', { name: 'Reset ollama' }).click();
+  await expect(held).toHaveCount(0);
+  const api = await (await page.request.get('/api/monitoring/health')).json();
+  expect(api.providerBreakers.find((b: { provider: string }) => b.provider === 'ollama')).toBeUndefined();
+});
+
 test('the Cooldown Manager clears a cooling connection and leaves a terminal one', async ({ page }) => {
   await login(page);
   const key = await clientKey(page.request);

@@ -69,7 +69,18 @@ async fn health_reports_breakers_and_connections_and_reset_closes_them() {
 
     let (status, h) = call(&gw, Method::GET, "/api/monitoring/health", None).await;
     assert_eq!(status, 200);
-    assert_eq!(h["status"], "healthy");
+    // One status truth: a breaker that is not CLOSED degrades the summary,
+    // and the same OPEN breaker marks its connection and its provider.
+    assert_eq!(h["status"], "degraded");
+    assert_eq!(h["statusReasons"], json!(["openai: breaker OPEN, probing again in 30s."]));
+    let list = gw.get_json("/api/providers").await;
+    let openai = list["connections"].as_array().unwrap().iter().find(|c| c["provider"] == "openai").unwrap();
+    assert_eq!((openai["status"].as_str(), openai["statusRemainingMs"].as_u64()), (Some("breaker_open"), Some(30_000)));
+    let (_, held) = call(&gw, Method::GET, "/api/resilience/cooldowns", None).await;
+    assert_eq!(
+        held["providers"],
+        json!([{"provider": "openai", "kind": "breaker", "state": "OPEN", "remainingMs": 30_000, "failureCount": 1}])
+    );
     assert_eq!(h["db"]["ok"], true);
     assert!(h["system"]["rssBytes"].as_u64().unwrap() > 0);
     assert_eq!(h["circuitBreakers"], json!({"open": 1, "halfOpen": 0, "degraded": 0, "closed": 1, "total": 2}));
@@ -80,7 +91,10 @@ async fn health_reports_breakers_and_connections_and_reset_closes_them() {
     );
     assert_eq!(b["retryAfterMs"], 30_000);
     assert!(b["lastFailure"].as_str().unwrap().starts_with("2026-01-01T00:00:00"));
-    assert_eq!(h["connectionHealth"]["openai"], json!({"coolingDown": 1, "total": 1, "soonestRetryAfterMs": 3000}));
+    assert_eq!(
+        h["connectionHealth"]["openai"],
+        json!({"coolingDown": 1, "terminal": 0, "total": 1, "soonestRetryAfterMs": 3000})
+    );
     assert_eq!(h["connectionHealth"]["deepseek"]["coolingDown"], 0);
 
     let (status, r) = call(&gw, Method::POST, "/api/resilience/reset", Some(json!({"provider": "openai"}))).await;
@@ -88,6 +102,15 @@ async fn health_reports_breakers_and_connections_and_reset_closes_them() {
     assert_eq!(r, json!({"ok": true, "resetCount": 1, "message": "Reset 1 circuit breaker(s) and model lockouts"}));
     let (_, h) = call(&gw, Method::GET, "/api/monitoring/health", None).await;
     assert_eq!(h["circuitBreakers"]["open"], 0);
+    // The breaker is closed; the connection's own 3 s cooldown still keeps
+    // the provider from serving.
+    assert_eq!(h["status"], "degraded");
+    assert_eq!(h["statusReasons"], json!(["openai: no eligible connection (1 cooling down, 0 terminal)."]));
+    let (_, held) = call(&gw, Method::GET, "/api/resilience/cooldowns", None).await;
+    assert_eq!(held["providers"], json!([]));
+    let list = gw.get_json("/api/providers").await;
+    let openai = list["connections"].as_array().unwrap().iter().find(|c| c["provider"] == "openai").unwrap();
+    assert_eq!(openai["status"], "cooling_down", "the connection's own cooldown is still there");
     let (status, r) = call(&gw, Method::POST, "/api/resilience/reset", Some(json!({"provder": "x"}))).await;
     assert_eq!((status, r["error"]["details"][0]["field"].as_str()), (400, Some("provder")));
     // No body resets everything; so does DELETE /api/monitoring/health.
@@ -95,6 +118,22 @@ async fn health_reports_breakers_and_connections_and_reset_closes_them() {
     assert_eq!(resp.status(), 200);
     let (status, r) = call(&gw, Method::DELETE, "/api/monitoring/health", None).await;
     assert_eq!((status, r["ok"].as_bool(), r["resetCount"].as_u64()), (200, Some(true), Some(0)));
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn the_gateway_is_down_when_no_provider_can_serve() {
+    let fake = FakeUpstream::start().await.unwrap();
+    let (gw, _clock) = Gateway::start_with_clock(tempfile::tempdir().unwrap()).await;
+    gw.add_connection("openai", "a", "sk-a", &v1(&fake), 0).await;
+    let (_, h) = call(&gw, Method::GET, "/api/monitoring/health", None).await;
+    assert_eq!((h["status"].as_str(), h["statusReasons"].as_array().map(Vec::len)), (Some("healthy"), Some(0)));
+    fake.push_rule(fail("sk-a", 503));
+    gw.chat(chat_body("openai/gpt-4o-mini", false), None).await;
+    gw.state.health_cache.lock().take();
+    let (_, h) = call(&gw, Method::GET, "/api/monitoring/health", None).await;
+    assert_eq!(h["status"], "down");
+    assert_eq!(h["statusReasons"], json!(["openai: no eligible connection (1 cooling down, 0 terminal)."]));
     gw.stop().await;
 }
 

@@ -84,17 +84,21 @@ where
     LastError::default().track(action).view()
 }
 
+/// A connection's status word in its colour, with the time it lasts
+/// counting down on `tick` ("cooling down · 1m 52s").
 #[component]
-pub fn StatusBadge(status: ConnectionStatus) -> impl IntoView {
+pub fn StatusBadge(status: ConnectionStatus, remaining_ms: Option<u64>, tick: RwSignal<u64>) -> impl IntoView {
     let class = match status {
         ConnectionStatus::Active => "bg-green-100 text-green-800",
         ConnectionStatus::Disabled => "bg-slate-200 text-slate-700",
-        ConnectionStatus::CoolingDown => "bg-amber-100 text-amber-800",
-        ConnectionStatus::Terminal => "bg-red-100 text-red-800",
+        ConnectionStatus::CoolingDown | ConnectionStatus::ModelLocked => "bg-amber-100 text-amber-800",
+        ConnectionStatus::BreakerOpen | ConnectionStatus::Terminal => "bg-red-100 text-red-800",
     };
+    let countdown = remaining_ms.filter(|ms| *ms > 0).map(|ms| view! { " · " <Countdown ms tick /> });
     view! {
-        <span class=format!("px-2 py-0.5 rounded-md text-xs font-medium {class}") data-status=status.label()>
-            {status.label()}
+        <span class=format!("px-2 py-0.5 rounded-md text-xs font-medium whitespace-nowrap {class}") data-status=status.label()>
+            <span data-status-word="">{status.label()}</span>
+            {countdown}
         </span>
     }
 }

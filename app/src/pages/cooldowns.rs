@@ -1,6 +1,7 @@
-//! `/monitoring/cooldowns`, the Cooldown Manager: every connection
-//! excluded right now — cooling down, model-locked or terminal — with the
-//! time left. Clear one, a selection, or all of a provider; terminal states
+//! `/monitoring/cooldowns`, the Cooldown Manager: every provider held
+//! back as a whole (breaker, window gate) and every connection excluded
+//! right now — cooling down, model-locked or terminal — with the time
+//! left. Clear one, a selection, or all of a provider; terminal states
 //! are listed but only new credentials (Providers) or an operator reset
 //! end them. The cooldown rules are editable inline.
 
@@ -8,13 +9,13 @@ use leptos::prelude::*;
 use std::collections::BTreeSet;
 
 use crate::{
-    api::{ClearCooldowns, get_cooldowns},
+    api::{ClearCooldowns, ResetBreakers, get_cooldowns},
     components::{
-        BUTTON, CONFIRM_BUTTON, Confirm, Countdown, Layout, LoadFailed, Loading, REFRESH_TICKS, TableHead,
-        action_error, use_ticker,
+        BUTTON, CONFIRM_BUTTON, Confirm, Countdown, LastError, Layout, LoadFailed, Loading, REFRESH_TICKS, TableHead,
+        use_ticker,
     },
     pages::settings::{SettingsCards, cards::COOLDOWN_RULES_CARD},
-    types::monitoring::{CooldownConnection, ExclusionStatus},
+    types::monitoring::{CooldownConnection, ExclusionStatus, ProviderExclusion},
 };
 
 /// The form the row checkboxes belong to (they sit in the table).
@@ -24,15 +25,23 @@ const SELECTION_FORM: &str = "clear-selected";
 pub fn CooldownsPage() -> impl IntoView {
     let tick = use_ticker(std::time::Duration::from_secs(1));
     let clear = ServerAction::<ClearCooldowns>::new();
-    let list = Resource::new(move || (tick.get() / REFRESH_TICKS, clear.version().get()), |_| get_cooldowns());
+    let reset = ServerAction::<ResetBreakers>::new();
+    let changes = move || (tick.get() / REFRESH_TICKS, clear.version().get(), reset.version().get());
+    let list = Resource::new(changes, |_| get_cooldowns());
     view! {
-        <Layout title="Cooldown Manager">
-            {action_error(clear)}
+        <Layout title="Cooldown Manager" summary="What keeps traffic away from a provider or a connection right now, and the way to end it.">
+            {LastError::default().track(clear).track(reset).view()}
             <ClearResult clear />
             <Transition fallback=Loading>
                 {move || Suspend::new(async move {
                     match list.await {
-                        Ok(l) => view! { <Excluded rows=l.connections tick clear /> }.into_any(),
+                        Ok(l) => {
+                            view! {
+                                <HeldProviders rows=l.providers tick reset />
+                                <Excluded rows=l.connections tick clear />
+                            }
+                                .into_any()
+                        }
                         Err(e) => view! { <LoadFailed error=e.to_string() /> }.into_any(),
                     }
                 })}
@@ -54,6 +63,58 @@ fn ClearResult(clear: ServerAction<ClearCooldowns>) -> impl IntoView {
             view! { <p role="status" data-testid="clear-result" class="mb-4 p-3 rounded-md bg-slate-100">{text}</p> }
         })
     }
+}
+
+/// Providers held back as a whole, each with its reset.
+#[component]
+fn HeldProviders(
+    rows: Vec<ProviderExclusion>,
+    tick: RwSignal<u64>,
+    reset: ServerAction<ResetBreakers>,
+) -> impl IntoView {
+    if rows.is_empty() {
+        return view! { <p class="mb-6 text-slate-500" data-testid="held-providers">"No provider is held back."</p> }
+            .into_any();
+    }
+    view! {
+        <section class="mb-6 bg-white p-4 rounded-md shadow-sm">
+            <h2 class="font-semibold mb-2">"Providers held back"</h2>
+            <div class="overflow-x-auto">
+                <table class="w-full text-sm" data-testid="held-providers">
+                    <TableHead columns=&["Provider", "Held by", "Time left", "Failures", ""] />
+                    <tbody>
+                        {rows
+                            .into_iter()
+                            .map(|p| {
+                                let held_by = match p.kind.as_str() {
+                                    "window_gate" => "window gate (provider cooldown)".to_owned(),
+                                    _ => format!("breaker {}", p.state),
+                                };
+                                let [row, cell, input] = std::array::from_fn(|_| p.provider.clone());
+                                view! {
+                                    <tr class="border-b border-slate-100" data-held-provider=row>
+                                        <td class="p-2">{cell}</td>
+                                        <td class="p-2">{held_by}</td>
+                                        <td class="p-2"><Countdown ms=p.remaining_ms tick /></td>
+                                        <td class="p-2">{p.failure_count}</td>
+                                        <td class="p-2">
+                                            <ActionForm action=reset>
+                                                <input type="hidden" name="provider" value=input />
+                                                <button type="submit" class=BUTTON aria-label=format!("Reset {}", p.provider)>
+                                                    "Reset"
+                                                </button>
+                                            </ActionForm>
+                                        </td>
+                                    </tr>
+                                }
+                            })
+                            .collect_view()}
+                    </tbody>
+                </table>
+            </div>
+        </section>
+    }
+    .into_any()
 }
 
 #[component]

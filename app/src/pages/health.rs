@@ -37,8 +37,7 @@ pub fn HealthPage() -> impl IntoView {
 fn Report(r: HealthReport, tick: RwSignal<u64>, reset: ServerAction<ResetBreakers>) -> impl IntoView {
     let counts = &r.circuit_breakers;
     let summary = format!(
-        "{} · up {} · {} MB · database {} · breakers: {} open, {} half-open, {} degraded, {} closed",
-        r.status,
+        " · up {} · {} MB · database {} · breakers: {} open, {} half-open, {} degraded, {} closed",
         crate::format::duration(r.system.uptime_s * 1000),
         r.system.rss_bytes / 1_048_576,
         if r.db.ok { "ok" } else { "unreachable" },
@@ -48,8 +47,23 @@ fn Report(r: HealthReport, tick: RwSignal<u64>, reset: ServerAction<ResetBreaker
         counts.closed,
     );
     let lockouts = r.lockouts.len();
+    let status_class = match r.status.as_str() {
+        "healthy" => "bg-green-100 text-green-800",
+        "down" => "bg-red-100 text-red-800",
+        _ => "bg-amber-100 text-amber-800",
+    };
     view! {
-        <p class="mb-4 text-sm text-slate-700" data-testid="health-summary">{summary}</p>
+        <div class="mb-4 text-sm text-slate-700" data-testid="health-summary">
+            <p>
+                <span class=format!("px-2 py-0.5 rounded-md font-medium {status_class}") data-testid="health-status">
+                    {r.status.clone()}
+                </span>
+                {summary}
+            </p>
+            <ul class="mt-1 list-disc pl-5" data-testid="health-reasons">
+                {r.status_reasons.iter().map(|reason| view! { <li>{reason.clone()}</li> }).collect_view()}
+            </ul>
+        </div>
         <section class="mb-6 bg-white p-4 rounded-md shadow-sm">
             <div class="flex items-center justify-between mb-2">
                 <h2 class="font-semibold">"Provider circuit breakers"</h2>

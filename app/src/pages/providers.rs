@@ -8,9 +8,11 @@ use crate::{
         AddConnection, DeleteConnection, EditConnection, SetConnectionActive, TestConnection, get_catalog,
         get_connections, get_health, get_rate_limits,
     },
-    components::{BUTTON, CONFIRM_BUTTON, Confirm, LastError, Layout, LoadFailed, Loading, StatusBadge},
+    components::{
+        BUTTON, CONFIRM_BUTTON, Confirm, LastError, Layout, LoadFailed, Loading, REFRESH_TICKS, StatusBadge, use_ticker,
+    },
     types::{
-        CatalogEntry, ConnectionView, RateLimitOverrides, format_model_concurrency,
+        CatalogEntry, ConnectionList, ConnectionView, RateLimitOverrides, format_model_concurrency,
         monitoring::QueueInfo,
         parse_model_concurrency,
         rate_limits::{RateLimitStatus, protection_mode},
@@ -24,6 +26,25 @@ use std::{collections::BTreeMap, sync::Arc};
 struct Live {
     queues: Arc<BTreeMap<String, QueueInfo>>,
     protection: Arc<BTreeMap<String, RateLimitStatus>>,
+}
+
+/// The status badges, re-read every [`REFRESH_TICKS`] seconds: only the
+/// badges follow the refresh, so an open edit form keeps what is typed.
+#[derive(Clone, Copy)]
+struct Badges {
+    statuses: Resource<Result<ConnectionList, ServerFnError>>,
+    tick: RwSignal<u64>,
+}
+
+/// A connection's badge, live: breaker open, cooling (counting down),
+/// model locked, terminal, disabled or active.
+#[component]
+fn LiveStatus(c: ConnectionView, badges: Badges) -> impl IntoView {
+    move || {
+        let latest = badges.statuses.get().and_then(Result::ok);
+        let now = latest.as_ref().and_then(|l| l.connections.iter().find(|v| v.id == c.id)).unwrap_or(&c);
+        view! { <StatusBadge status=now.status remaining_ms=now.status_remaining_ms tick=badges.tick /> }
+    }
 }
 
 /// A connection's concurrency: its limit, and what runs and waits there.
@@ -120,6 +141,9 @@ pub fn ProvidersPage() -> impl IntoView {
         )
     };
     let connections = Resource::new(changes, |_| get_connections());
+    let tick = use_ticker(std::time::Duration::from_secs(1));
+    let statuses = Resource::new(move || (tick.get() / REFRESH_TICKS, changes()), |_| get_connections());
+    let badges = Badges { statuses, tick };
     // In flight and waiting at each connection's limits, as of the last change.
     let health = Resource::new(changes, |_| get_health());
     let protection = Resource::new(changes, |_| get_rate_limits());
@@ -175,7 +199,7 @@ pub fn ProvidersPage() -> impl IntoView {
                         protection: Arc::new(protection.into_iter().map(|p| (p.connection_id.clone(), p)).collect()),
                     };
                     match connections.await {
-                        Ok(list) => view! { <ConnectionTable rows=list.connections actions live /> }.into_any(),
+                        Ok(list) => view! { <ConnectionTable rows=list.connections actions live badges /> }.into_any(),
                         Err(e) => view! { <LoadFailed error=e.to_string() /> }.into_any(),
                     }
                 })}
@@ -266,7 +290,7 @@ struct RowActions {
 }
 
 #[component]
-fn ConnectionTable(rows: Vec<ConnectionView>, actions: RowActions, live: Live) -> impl IntoView {
+fn ConnectionTable(rows: Vec<ConnectionView>, actions: RowActions, live: Live, badges: Badges) -> impl IntoView {
     if rows.is_empty() {
         return view! { <p class="text-slate-500">"No connections yet. Add one above."</p> }.into_any();
     }
@@ -287,7 +311,7 @@ fn ConnectionTable(rows: Vec<ConnectionView>, actions: RowActions, live: Live) -
                 </tr>
             </thead>
             <tbody>
-                {rows.into_iter().map(|c| view! { <ConnectionRow c actions live=live.clone() /> }).collect_view()}
+                {rows.into_iter().map(|c| view! { <ConnectionRow c actions live=live.clone() badges /> }).collect_view()}
             </tbody>
         </table>
         </div>
@@ -296,7 +320,7 @@ fn ConnectionTable(rows: Vec<ConnectionView>, actions: RowActions, live: Live) -
 }
 
 #[component]
-fn ConnectionRow(c: ConnectionView, actions: RowActions, live: Live) -> impl IntoView {
+fn ConnectionRow(c: ConnectionView, actions: RowActions, live: Live, badges: Badges) -> impl IntoView {
     let load = load_text(&c, &live);
     let protection = protection_text(&c, &live);
     let last_test = match (&c.test_status, &c.last_error) {
@@ -322,7 +346,7 @@ fn ConnectionRow(c: ConnectionView, actions: RowActions, live: Live) -> impl Int
             <td class="p-2 font-mono whitespace-nowrap">{c.api_key_masked.clone().unwrap_or_else(|| "—".into())}</td>
             <td class="p-2">{c.priority}</td>
             <td class="p-2">
-                <StatusBadge status=c.status />
+                <LiveStatus c=c.clone() badges />
             </td>
             <td class="p-2 text-xs" data-testid="load">{load}</td>
             <td class="p-2 text-xs" data-testid="protection">{protection}</td>
@@ -363,4 +387,5 @@ fn ConnectionRow(c: ConnectionView, actions: RowActions, live: Live) -> impl Int
             </td>
         </tr>
     }
+    .into_any()
 }

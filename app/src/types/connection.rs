@@ -272,7 +272,11 @@ where
 pub enum ConnectionStatus {
     Active,
     Disabled,
+    /// Its provider's breaker is OPEN: nothing of the provider is tried.
+    BreakerOpen,
     CoolingDown,
+    /// At least one of its models is locked out; the others serve.
+    ModelLocked,
     Terminal,
 }
 
@@ -281,7 +285,9 @@ impl ConnectionStatus {
         match self {
             Self::Active => "active",
             Self::Disabled => "disabled",
+            Self::BreakerOpen => "breaker open",
             Self::CoolingDown => "cooling down",
+            Self::ModelLocked => "model locked",
             Self::Terminal => "terminal",
         }
     }
@@ -306,6 +312,9 @@ pub struct ConnectionView {
     pub disable_cooling: bool,
     pub provider_specific_data: Option<serde_json::Map<String, serde_json::Value>>,
     pub status: ConnectionStatus,
+    /// How long the status lasts (cooling, breaker open, model locked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_remaining_ms: Option<u64>,
     pub test_status: Option<String>,
     pub last_error: Option<String>,
     pub last_error_type: Option<String>,

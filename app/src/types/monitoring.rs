@@ -10,8 +10,13 @@ use super::validation::{Errors, FieldError};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HealthReport {
-    /// `healthy`, or `degraded` when the database does not answer.
+    /// `healthy`; `degraded` when a breaker is not CLOSED, a provider has
+    /// no eligible connection or the database does not answer; `down` when
+    /// no provider with connections can serve.
     pub status: String,
+    /// Why the status is not `healthy`, one sentence each.
+    #[serde(default)]
+    pub status_reasons: Vec<String>,
     /// RFC 3339.
     pub timestamp: String,
     pub system: SystemInfo,
@@ -127,6 +132,9 @@ pub struct BreakerInfo {
 #[serde(rename_all = "camelCase")]
 pub struct ProviderConnections {
     pub cooling_down: u32,
+    /// Connections in a terminal state (need a new credential).
+    #[serde(default)]
+    pub terminal: u32,
     pub total: u32,
     pub soonest_retry_after_ms: Option<u64>,
 }
@@ -219,8 +227,25 @@ pub struct LockoutBrief {
 #[serde(rename_all = "camelCase")]
 pub struct CooldownList {
     pub connections: Vec<CooldownConnection>,
+    /// Providers held back as a whole (breaker, window gate).
+    #[serde(default)]
+    pub providers: Vec<ProviderExclusion>,
     /// Epoch ms.
     pub generated_at: i64,
+}
+
+/// A provider held back as a whole, with what holds it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderExclusion {
+    pub provider: String,
+    /// `breaker` (its state in `state`) or `window_gate` (§R1.1).
+    pub kind: String,
+    /// The breaker's state (`OPEN`, `HALF_OPEN`, `DEGRADED`), or `COOLING`.
+    pub state: String,
+    /// Until it may serve again (0: probing now or degraded).
+    pub remaining_ms: u64,
+    pub failure_count: u32,
 }
 
 /// Most connection ids one clear may name.

@@ -274,6 +274,13 @@ impl Engine {
         n
     }
 
+    /// Opens the §R1.1 window gate for one provider (or all).
+    pub fn clear_window_gate(&self, provider: Option<&str>) {
+        let mut w = self.windows.lock();
+        w.clear(provider);
+        self.windows_used.store(!w.is_empty(), Ordering::Release);
+    }
+
     /// The health of a connection (default when never seen).
     pub fn health(&self, connection_id: &str) -> ConnectionHealth {
         self.connections.get(connection_id).map(|s| s.health.lock().clone()).unwrap_or_default()

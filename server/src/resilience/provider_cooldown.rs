@@ -78,6 +78,17 @@ impl ProviderCooldowns {
         }
     }
 
+    /// Forgets what the gate holds of `provider` (or of every provider).
+    pub fn clear(&mut self, provider: Option<&str>) {
+        match provider {
+            Some(p) => {
+                self.windows.remove(p);
+                self.connections.retain(|k, _| k.split_once(':').is_none_or(|(kp, _)| kp != p));
+            }
+            None => *self = Self::default(),
+        }
+    }
+
     /// Nothing is remembered.
     pub fn is_empty(&self) -> bool {
         self.windows.is_empty() && self.connections.is_empty()

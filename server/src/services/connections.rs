@@ -6,7 +6,7 @@ use app::types::{
 };
 use tokio::time::Instant;
 
-use super::ServiceError;
+use super::{ServiceError, status::Status};
 use crate::{
     db::{
         connections::{self, ConnectionRow},
@@ -19,13 +19,17 @@ use crate::{
 
 pub async fn list(state: &AppState, provider: Option<&str>) -> Result<ConnectionList, ServiceError> {
     let now = now_ms();
-    let connections: Vec<ConnectionView> =
-        connections::list(&state.db, provider).await?.into_iter().map(|r| view(live(state, r), now)).collect();
+    let status = Status::of(state);
+    let connections: Vec<ConnectionView> = connections::list(&state.db, provider)
+        .await?
+        .into_iter()
+        .map(|r| status.refine(view(live(state, r), now)))
+        .collect();
     Ok(ConnectionList { total: connections.len(), connections })
 }
 
 pub async fn get(state: &AppState, id: &str) -> Result<ConnectionView, ServiceError> {
-    Ok(view(find(state, id).await?, now_ms()))
+    Ok(Status::of(state).refine(view(find(state, id).await?, now_ms())))
 }
 
 pub async fn create(state: &AppState, input: CreateConnection) -> Result<ConnectionView, ServiceError> {
@@ -276,6 +280,7 @@ pub fn view(row: ConnectionRow, now: i64) -> ConnectionView {
             .and_then(|s| serde_json::from_str::<RateLimitOverrides>(s).ok()),
         provider_specific_data: row.provider_specific_data.as_deref().and_then(|s| serde_json::from_str(s).ok()),
         status,
+        status_remaining_ms: None,
         id: row.id,
         provider: row.provider,
         name: row.name,

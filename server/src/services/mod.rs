@@ -12,6 +12,7 @@ pub mod monitoring;
 pub mod rate_limits;
 pub mod resilience;
 pub mod sign_in;
+pub mod status;
 
 use app::types::FieldError;
 

@@ -18,6 +18,7 @@ use crate::{
     resilience::concurrency::Level,
     resilience::{breaker::BreakerState, engine::BreakerView, lockout::Lock},
     routing::registry::{LiveConnection, Snapshot},
+    services::status::Status,
     state::AppState,
     upstream::catalog,
 };
@@ -81,8 +82,8 @@ pub async fn health(state: &AppState) -> HealthReport {
 
 async fn build_health(state: &AppState) -> HealthReport {
     let now = state.engine.now();
-    let settings = state.resilience.current();
-    let breakers = state.engine.breakers(&settings, catalog::category_of);
+    let status = Status::of(state);
+    let breakers: Vec<&BreakerView> = status.breakers().collect();
     let snapshot = state.connections.snapshot();
     let mut counts = BreakerCounts::default();
     let providers: Vec<&str> = snapshot.active_providers().map(|p| p.id).collect();
@@ -102,8 +103,11 @@ async fn build_health(state: &AppState) -> HealthReport {
         let mut entry = ProviderConnections::default();
         for c in snapshot.candidates(p) {
             entry.total += 1;
-            let remaining = state.engine.health(&c.id).remaining_ms(now);
-            if remaining > 0 {
+            let health = state.engine.health(&c.id);
+            let remaining = health.remaining_ms(now);
+            if health.terminal.is_some() {
+                entry.terminal += 1;
+            } else if remaining > 0 {
                 entry.cooling_down += 1;
                 entry.soonest_retry_after_ms =
                     Some(entry.soonest_retry_after_ms.map_or(remaining, |s| s.min(remaining)));
@@ -112,8 +116,12 @@ async fn build_health(state: &AppState) -> HealthReport {
         connection_health.insert((*p).to_owned(), entry);
     }
     let db_ok = state.db.execute_unprepared("SELECT 1").await.is_ok();
+    let (summary, status_reasons) = status.summary(&connection_health, db_ok);
+    let mut provider_breakers: Vec<BreakerInfo> = breakers.iter().map(|b| breaker_info(b)).collect();
+    provider_breakers.sort_by(|a, b| a.provider.cmp(&b.provider));
     HealthReport {
-        status: if db_ok { "healthy" } else { "degraded" }.to_owned(),
+        status: summary,
+        status_reasons,
         timestamp: iso(now).unwrap_or_default(),
         system: SystemInfo {
             uptime_s: state.started_at.elapsed().as_secs(),
@@ -122,7 +130,7 @@ async fn build_health(state: &AppState) -> HealthReport {
         },
         db: DbInfo { ok: db_ok },
         circuit_breakers: counts,
-        provider_breakers: breakers.iter().map(breaker_info).collect(),
+        provider_breakers,
         connection_health,
         lockouts: state.engine.lockouts().iter().map(|l| model_cooldown(l, now)).collect(),
         queues: queues(state, &snapshot),
@@ -228,10 +236,12 @@ fn queues(state: &AppState, snapshot: &Snapshot) -> BTreeMap<String, QueueInfo> 
     gates.chain(rate_limits).collect()
 }
 
-/// Resets breakers (one provider or all) and their model lockouts.
+/// Resets breakers (one provider or all), their model lockouts and
+/// their window gate.
 pub fn reset(state: &AppState, provider: Option<&str>) -> ResetResult {
     let breakers = state.engine.reset_breakers(provider);
     let lockouts = state.engine.clear_lockouts(provider, None, None);
+    state.engine.clear_window_gate(provider);
     state.health_cache.lock().take();
     let n = u32::try_from(breakers).unwrap_or(u32::MAX);
     tracing::info!(provider = provider.unwrap_or("*"), breakers, lockouts, "circuit breakers reset");
@@ -285,7 +295,11 @@ pub async fn cooldowns(state: &AppState, provider: Option<&str>) -> Result<Coold
             lockouts,
         });
     }
-    Ok(CooldownList { connections: out, generated_at: now })
+    let snapshot = state.connections.snapshot();
+    let providers: Vec<&str> =
+        snapshot.active_providers().map(|p| p.id).filter(|p| provider.is_none_or(|f| f == *p)).collect();
+    let providers = Status::of(state).provider_exclusions(state, &providers);
+    Ok(CooldownList { connections: out, providers, generated_at: now })
 }
 
 /// Clears cooldowns and lockouts of the named (or all) connections;
