@@ -2,6 +2,10 @@
 //! dashboard and the server share. Pages call the server functions in
 //! [`api`], which call the [`backend::Backend`] the server provides.
 
+// Leptos views are nested types; hydration code of a table with forms in
+// its rows outgrows the default query depth of 128.
+#![recursion_limit = "256"]
+
 pub mod api;
 #[cfg(feature = "ssr")]
 pub mod backend;
