@@ -71,7 +71,8 @@ pub async fn login(password: String, next: Option<String>) -> Result<(), ServerF
     match backend.login(&password, &parts).await {
         Ok(cookie) => {
             ssr::set_header(http::header::SET_COOKIE, &cookie);
-            leptos_axum::redirect(crate::session::safe_next(next.as_deref()));
+            let next = crate::session::safe_next(next.as_deref());
+            leptos_axum::redirect(if next == crate::session::HOME { backend.landing() } else { next });
             Ok(())
         }
         Err(e) => Err(ssr::fail(&crate::session::login_url(next.as_deref().unwrap_or_default()), e)),
@@ -283,14 +284,23 @@ pub async fn get_keys() -> Result<ApiKeyList, ServerFnError> {
     ssr::backend()?.list_keys().await.map_err(|e| ssr::fail("/keys", e))
 }
 
+/// How far set-up is, for the Get started page.
+#[server(prefix = "/sfn", endpoint = "get_started")]
+pub async fn get_started() -> Result<crate::types::onboarding::GetStarted, ServerFnError> {
+    let parts = use_context::<http::request::Parts>().ok_or_else(|| ServerFnError::new("request missing"))?;
+    ssr::backend()?.get_started(&parts).await.map_err(|e| ssr::fail("/get-started", e))
+}
+
 /// Creates a key from the form: its checked scopes (`scopes[<scope>]`)
 /// and allowed connections (`allowed[conn-<connection id>]`; none
-/// checked: every connection).
+/// checked: every connection). Without JS the browser returns to `page`
+/// (Get started, else API keys), which shows the key once.
 #[server(prefix = "/sfn", endpoint = "create_key")]
 pub async fn create_key(
     name: String,
     scopes: Option<HashMap<String, String>>,
     allowed: Option<HashMap<String, String>>,
+    page: Option<String>,
 ) -> Result<CreatedApiKey, ServerFnError> {
     use crate::{backend::BackendError, types::Scope};
     let backend = ssr::backend()?;
@@ -310,10 +320,15 @@ pub async fn create_key(
         allowed.unwrap_or_default().into_keys().map(|k| k.strip_prefix("conn-").unwrap_or(&k).to_owned()).collect();
     let allowed_connections = (!allowed.is_empty()).then_some(allowed);
     let input = crate::types::CreateApiKey { name, scopes: Some(parsed), allowed_connections };
-    let created = backend.create_key(input).await.map_err(|e| ssr::fail("/keys", e))?;
+    let page = if page.as_deref() == Some(crate::pages::get_started::PATH) {
+        crate::pages::get_started::PATH
+    } else {
+        "/keys"
+    };
+    let created = backend.create_key(input).await.map_err(|e| ssr::fail(page, e))?;
     if ssr::is_form_post() {
         // Without JS the page reloads: show the key once from the stash.
-        leptos_axum::redirect(&format!("/keys?created={}", created.id));
+        leptos_axum::redirect(&format!("{page}?created={}", created.id));
         backend.stash_new_key(created.clone());
     }
     Ok(created)

@@ -99,6 +99,10 @@ pub trait Backend: Send + Sync + 'static {
     async fn revoke_key(&self, id: &str) -> BackendResult<()>;
     /// Keeps a new key for one display after a plain form post.
     fn stash_new_key(&self, created: CreatedApiKey);
+    /// The page sign-in opens when it has nowhere else to go.
+    fn landing(&self) -> &'static str;
+    /// How far set-up is, and this gateway's URL as `request` reached it.
+    async fn get_started(&self, request: &http::request::Parts) -> BackendResult<crate::types::onboarding::GetStarted>;
     /// The stashed key of `id`, once.
     fn take_new_key(&self, id: &str) -> Option<CreatedApiKey>;
     async fn list_logs(&self, provider: Option<String>, status: Option<i32>, limit: u64) -> BackendResult<LogList>;

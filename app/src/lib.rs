@@ -83,6 +83,7 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/settings/resilience") view=pages::settings::ResiliencePage ssr=SsrMode::Async />
                 <Route path=path!("/settings/model-lockout") view=pages::settings::ModelLockoutPage ssr=SsrMode::Async />
                 <Route path=path!("/monitoring/cooldowns") view=pages::cooldowns::CooldownsPage ssr=SsrMode::Async />
+                <Route path=path!("/get-started") view=pages::get_started::GetStartedPage ssr=SsrMode::Async />
             </Routes>
         </Router>
     }

@@ -7,8 +7,9 @@
 /// The message of a server function refused for want of a session.
 pub const SIGNED_OUT: &str = "Your session has ended. Please sign in again";
 
-/// Where sign-in returns to when `next` is missing or not a path here.
-pub const HOME: &str = "/monitoring/health";
+/// Where sign-in returns to when `next` is missing or not a path here:
+/// the root, which opens Get started until set-up is done, else Health.
+pub const HOME: &str = "/";
 
 /// `next` when it is a path on this site (`/x`, never `//host` or
 /// `/\host`, which browsers read as another site), else [`HOME`].

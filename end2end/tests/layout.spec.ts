@@ -1,5 +1,5 @@
 import { test, expect, Page } from '@playwright/test';
-import { ADMIN_PASSWORD, hydrated, login } from './helpers';
+import { LANDING, ADMIN_PASSWORD, hydrated, login } from './helpers';
 
 const PAGES: [string, string][] = [
   ['/monitoring/health', 'Health'],
@@ -10,6 +10,7 @@ const PAGES: [string, string][] = [
   ['/keys', 'API keys'],
   ['/settings/resilience', 'Settings → Resilience'],
   ['/settings/model-lockout', 'Settings → Model Lockout'],
+  ['/get-started', 'Get started'],
 ];
 
 const SHOTS = process.env.SCREENSHOT_DIR ?? 'test-results/screenshots';
@@ -90,7 +91,7 @@ test.describe('at 390 px', () => {
       await noHorizontalScroll(page, '/login');
       await page.getByLabel('Admin password').fill(ADMIN_PASSWORD);
       await page.getByRole('button', { name: 'Sign in' }).click();
-      await expect(page).toHaveURL(/\/monitoring\/health$/);
+      await expect(page).toHaveURL(LANDING);
       const nav = page.getByRole('navigation', { name: 'Main' });
       await expect(nav).toBeHidden();
       await page.getByText('Menu', { exact: true }).click();

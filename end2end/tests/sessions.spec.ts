@@ -1,5 +1,5 @@
 import { test, expect, BrowserContext, Page } from '@playwright/test';
-import { ADMIN_PASSWORD, hydrated, login } from './helpers';
+import { LANDING, ADMIN_PASSWORD, hydrated, login } from './helpers';
 
 /** Ends the context's session on the server (as a sign-out elsewhere or a
  *  password reset would) but leaves the browser holding its cookie. */
@@ -48,7 +48,7 @@ test.describe('without JavaScript', () => {
   test('a form post after the session ended goes to sign-in and back to its page', async ({ page, context }) => {
     await page.goto('/login');
     await signIn(page);
-    await expect(page).toHaveURL(/\/monitoring\/health$/);
+    await expect(page).toHaveURL(LANDING);
     await page.goto('/keys');
     await endSessionKeepingCookie(context, page);
     await page.getByTestId('create-key').locator('input[name=name]').fill('nojs-after-signout');

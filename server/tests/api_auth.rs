@@ -159,6 +159,6 @@ async fn without_a_session_pages_and_server_functions_lead_to_sign_in_and_back()
         .send()
         .await
         .unwrap();
-    assert_eq!(elsewhere.headers()["location"], app::session::HOME, "next never leaves the site");
+    assert_eq!(elsewhere.headers()["location"], "/get-started", "next never leaves the site: the landing page instead");
     gw.stop().await;
 }

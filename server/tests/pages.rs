@@ -74,3 +74,20 @@ fn flate_gunzip(bytes: &[u8]) -> Vec<u8> {
     flate2::read::GzDecoder::new(bytes).read_to_end(&mut out).unwrap();
     out
 }
+
+#[tokio::test]
+async fn the_root_opens_get_started_until_a_connection_and_a_key_exist() {
+    let (fake, gw) = Gateway::with_fake().await;
+    let cookie = gw.sign_in().await;
+    let root = || async { gw.http.get(format!("{}/", gw.url)).header("cookie", &cookie).send().await.unwrap() };
+    assert_eq!(root().await.headers()["location"], "/get-started");
+    gw.add_connection("openai", "main", "sk-main-1", &common::v1(&fake), 0).await;
+    assert_eq!(root().await.headers()["location"], "/get-started", "a key is still missing");
+    gw.create_key(serde_json::json!({"name": "laptop"})).await;
+    assert_eq!(root().await.headers()["location"], "/monitoring/health");
+    let page = gw.http.get(format!("{}/get-started", gw.url)).header("cookie", &cookie).send().await.unwrap();
+    let html = page.text().await.unwrap();
+    assert!(html.contains(&format!("ANTHROPIC_BASE_URL={}", gw.url)), "the snippets name this gateway");
+    assert!(html.contains("openai/"), "and a model of its connection");
+    gw.stop().await;
+}

@@ -10,7 +10,7 @@ use leptos_router::components::A;
 use crate::api::Logout;
 
 /// The navigation of §U, in groups: (group, [(URL, label)]).
-pub const NAV: [(&str, &[(&str, &str)]); 4] = [
+pub const NAV: [(&str, &[(&str, &str)]); 5] = [
     (
         "Monitoring",
         &[("/monitoring/health", "Health"), ("/monitoring/cooldowns", "Cooldown Manager"), ("/logs", "Logs")],
@@ -18,6 +18,7 @@ pub const NAV: [(&str, &[(&str, &str)]); 4] = [
     ("Routing", &[("/providers", "Providers"), ("/combos", "Combos")]),
     ("Access", &[("/keys", "API keys")]),
     ("Settings", &[("/settings/resilience", "Resilience"), ("/settings/model-lockout", "Model Lockout")]),
+    ("Help", &[("/get-started", "Get started")]),
 ];
 
 /// The `<title>` of a page.

@@ -28,17 +28,7 @@ pub fn KeysPage() -> impl IntoView {
     let revoke = ServerAction::<RevokeKey>::new();
     let keys = Resource::new(move || (create.version().get(), revoke.version().get()), |_| get_keys());
     let connections = Resource::new(|| (), |_| get_connections());
-    // After a plain form post the server redirects to ?created=<id>.
-    let query = use_query_map();
-    let stashed = Resource::new(
-        move || query.read().get("created"),
-        |id| async move {
-            match id {
-                Some(id) => take_new_key(id).await.ok().flatten(),
-                None => None,
-            }
-        },
-    );
+    let stashed = stashed_new_key();
     view! {
         <Layout title="API keys">
             {LastError::default().track(create).track(revoke).view()}
@@ -65,6 +55,21 @@ pub fn KeysPage() -> impl IntoView {
             </Transition>
         </Layout>
     }
+}
+
+/// The key a plain (no-JS) form post created: the server redirects to
+/// `?created=<id>` and hands the key out once.
+pub fn stashed_new_key() -> Resource<Option<CreatedApiKey>> {
+    let query = use_query_map();
+    Resource::new(
+        move || query.read().get("created"),
+        |id| async move {
+            match id {
+                Some(id) => take_new_key(id).await.ok().flatten(),
+                None => None,
+            }
+        },
+    )
 }
 
 #[component]

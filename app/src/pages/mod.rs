@@ -2,6 +2,7 @@
 
 pub mod combos;
 pub mod cooldowns;
+pub mod get_started;
 pub mod health;
 pub mod keys;
 pub mod login;
@@ -20,7 +21,7 @@ pub fn NotFound() -> impl IntoView {
     }
     view! {
         <crate::components::Layout title="Page not found" summary="No dashboard page has this address.">
-            <a href=crate::session::HOME class="text-indigo-600">"Go to Health"</a>
+            <a href="/monitoring/health" class="text-indigo-600">"Go to Health"</a>
         </crate::components::Layout>
     }
 }

@@ -9,6 +9,7 @@ pub mod combo;
 pub mod connection;
 pub mod logs;
 pub mod monitoring;
+pub mod onboarding;
 pub mod rate_limits;
 pub mod settings;
 pub mod validation;

@@ -11,6 +11,7 @@ use app::{
             ClearCooldowns, ClearCooldownsResult, ClearModelCooldowns, CooldownList, HealthReport, ModelCooldownList,
             ResetResult,
         },
+        onboarding::GetStarted,
         rate_limits::{RateLimitList, RateLimitProtectionSet, SetRateLimitProtection},
         settings::{ResilienceSettings, ResilienceView},
     },
@@ -144,6 +145,14 @@ impl Backend for WebBackend {
 
     async fn list_keys(&self) -> BackendResult<ApiKeyList> {
         services::keys::list(&self.state).await.map_err(err)
+    }
+
+    fn landing(&self) -> &'static str {
+        services::onboarding::landing(&self.state)
+    }
+
+    async fn get_started(&self, request: &http::request::Parts) -> BackendResult<GetStarted> {
+        services::onboarding::get_started(&self.state, &request.headers).await.map_err(err)
     }
 
     async fn create_key(&self, input: CreateApiKey) -> BackendResult<CreatedApiKey> {

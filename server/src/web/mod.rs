@@ -140,6 +140,10 @@ pub async fn security_headers(req: Request, next: Next) -> Response {
     resp
 }
 
+/// `/`: Get started until a connection and a key exist, then Health.
 async fn root(State(state): State<Arc<AppState>>, req: Request) -> Redirect {
-    Redirect::to(if is_admin(&state, req.headers()).await { "/monitoring/health" } else { "/login" })
+    if !is_admin(&state, req.headers()).await {
+        return Redirect::to("/login");
+    }
+    Redirect::to(crate::services::onboarding::landing(&state))
 }
