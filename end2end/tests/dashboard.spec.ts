@@ -100,10 +100,16 @@ test('a success clears the last failure banner, and a saved edit folds its form 
   await add('e2e-banner', `${FAKE}/v1`);
   const row = page.locator('tr', { hasText: 'e2e-banner' });
   await expect(row.locator('[data-status]')).toHaveText('active');
+  // The form empties after a successful add: no API key lingers.
+  await expect(form.locator('input[name=api_key]')).toHaveValue('');
+  await expect(form.locator('input[name=name]')).toHaveValue('');
 
   // One action fails, another then succeeds: the failure's banner goes.
   await add('e2e-banner-bad', 'not a url');
-  await expect(page.getByRole('alert')).toBeVisible();
+  await expect(page.getByRole('alert')).toContainText('baseUrl');
+  await expect(page.getByRole('alert')).not.toContainText('error running server function');
+  // A refused add keeps what was typed.
+  await expect(form.locator('input[name=name]')).toHaveValue('e2e-banner-bad');
   await row.getByRole('button', { name: 'Test' }).click();
   await expect(page.getByTestId('test-result')).toContainText('Test passed');
   await expect(page.getByRole('alert')).toHaveCount(0);

@@ -11,6 +11,7 @@ mod m0002_breakers;
 mod m0003_session_affinity;
 mod m0004_session_leases;
 mod m0005_dashboard_sessions;
+mod m0006_discovered_models;
 
 /// Every migration, oldest first.
 pub struct Migrator;
@@ -24,6 +25,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0003_session_affinity::Migration),
             Box::new(m0004_session_leases::Migration),
             Box::new(m0005_dashboard_sessions::Migration),
+            Box::new(m0006_discovered_models::Migration),
         ]
     }
 }

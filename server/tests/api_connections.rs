@@ -182,3 +182,29 @@ async fn connection_test_reports_status_latency_and_models() {
     assert_eq!((res["ok"].as_bool(), res["status"].as_u64()), (Some(false), Some(0)));
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn a_custom_upstreams_tested_models_appear_in_v1_models_and_survive_a_restart() {
+    let fake = fake_upstream::FakeUpstream::start().await.unwrap();
+    let gw = Gateway::start().await;
+    let id = gw.add_connection("openai-compatible", "lab", "sk-lab-1", &common::v1(&fake), 0).await;
+    let ids = |gw: &Gateway| {
+        let url = format!("{}/v1/models", gw.url);
+        let http = gw.http.clone();
+        async move {
+            let body: Value = http.get(url).send().await.unwrap().json().await.unwrap();
+            body["data"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap().to_owned()).collect::<Vec<_>>()
+        }
+    };
+    assert!(!ids(&gw).await.iter().any(|m| m.starts_with("openai-compatible/")), "nothing known before a test");
+    let test = gw.api(Method::POST, &format!("/api/providers/{id}/test")).send().await.unwrap();
+    assert_eq!(test.status(), 200);
+    let expected =
+        ["openai-compatible/fake-model", "openai-compatible/fake-model-mini", "openai-compatible/gpt-4o-mini"];
+    let listed = ids(&gw).await;
+    assert!(expected.iter().all(|m| listed.iter().any(|l| l == m)), "{listed:?}");
+    let gw = Gateway::start_in(gw.stop().await).await;
+    let listed = ids(&gw).await;
+    assert!(expected.iter().all(|m| listed.iter().any(|l| l == m)), "after a restart: {listed:?}");
+    gw.stop().await;
+}

@@ -50,7 +50,7 @@ impl LastError {
         #[cfg(target_arch = "wasm32")]
         Effect::new(move |_| {
             if let Some(result) = action.value().get() {
-                let error = result.err().map(|e| e.to_string());
+                let error = result.err().map(|e| readable_error(&e.to_string()));
                 if let Some(e) = &error {
                     crate::session::follow_if_signed_out(e);
                 }
@@ -73,6 +73,24 @@ impl LastError {
             })
         }
     }
+}
+
+/// Empties `form` after each successful run of `action` (in the browser;
+/// without JS the page reloads empty anyway), so an added connection's API
+/// key or a created key's name does not linger in the form.
+pub fn reset_on_success<I, O: Clone + Send + Sync + 'static>(action: ServerAction<I>, form: NodeRef<leptos::html::Form>)
+where
+    I: server_fn::ServerFn<Output = O> + Clone + Send + Sync + 'static,
+    I::Error: Clone + Send + Sync + 'static,
+{
+    #[cfg(target_arch = "wasm32")]
+    Effect::new(move |_| {
+        if let (Some(Ok(_)), Some(form)) = (action.value().get(), form.get_untracked()) {
+            form.reset();
+        }
+    });
+    #[cfg(not(target_arch = "wasm32"))]
+    let _ = (action, form);
 }
 
 /// The error of the last run of the page's one action, if it failed.
@@ -153,10 +171,24 @@ pub fn TableHead(columns: &'static [&'static str]) -> impl IntoView {
     }
 }
 
+/// A server function's error as a sentence for people: the server's own
+/// message without the framework's "error running server function: "
+/// prefix, and what to do when the gateway could not be reached.
+pub fn readable_error(text: &str) -> String {
+    if let Some(message) = text.strip_prefix("error running server function: ") {
+        return message.to_owned();
+    }
+    if text.starts_with("error reaching server to call server function") {
+        return "The gateway did not answer. Check that it is running, then try again.".to_owned();
+    }
+    text.to_owned()
+}
+
 /// A page's data that did not load: the reason, or (session ended) the
 /// way to the login page.
 #[component]
 pub fn LoadFailed(error: String) -> impl IntoView {
+    let error = readable_error(&error);
     #[cfg(target_arch = "wasm32")]
     {
         let error = error.clone();
@@ -169,4 +201,19 @@ pub fn LoadFailed(error: String) -> impl IntoView {
 #[component]
 pub fn Loading() -> impl IntoView {
     view! { <p class="text-slate-500">"Loading…"</p> }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::readable_error;
+
+    #[test]
+    fn errors_read_as_the_servers_sentence() {
+        assert_eq!(readable_error("error running server function: name: is required"), "name: is required");
+        assert!(
+            readable_error("error reaching server to call server function: TypeError")
+                .starts_with("The gateway did not answer")
+        );
+        assert_eq!(readable_error("Wrong password"), "Wrong password");
+    }
 }

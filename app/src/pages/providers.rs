@@ -9,7 +9,8 @@ use crate::{
         get_connections, get_health, get_rate_limits,
     },
     components::{
-        BUTTON, CONFIRM_BUTTON, Confirm, LastError, Layout, LoadFailed, Loading, REFRESH_TICKS, StatusBadge, use_ticker,
+        BUTTON, CONFIRM_BUTTON, Confirm, LastError, Layout, LoadFailed, Loading, REFRESH_TICKS, StatusBadge,
+        reset_on_success, use_ticker,
     },
     types::{
         CatalogEntry, ConnectionList, ConnectionView, RateLimitOverrides, format_model_concurrency,
@@ -148,13 +149,15 @@ pub fn ProvidersPage() -> impl IntoView {
     let health = Resource::new(changes, |_| get_health());
     let protection = Resource::new(changes, |_| get_rate_limits());
     let actions = RowActions { edit, toggle, delete, test };
+    let add_form = NodeRef::<leptos::html::Form>::new();
+    reset_on_success(add, add_form);
     view! {
         <Layout title="Providers">
             {LastError::default().track(add).track(edit).track(toggle).track(delete).track(test).view()}
             <TestResult test />
             <section class="mb-6 bg-white p-4 rounded-md shadow-sm">
                 <h2 class="font-semibold mb-2">"Add a connection"</h2>
-                <ActionForm action=add attr:class="flex flex-wrap gap-2 items-end" attr:data-testid="add-connection">
+                <ActionForm action=add node_ref=add_form attr:class="flex flex-wrap gap-2 items-end" attr:data-testid="add-connection">
                     <label class="flex flex-col text-sm">
                         "Provider"
                         <Transition fallback=Loading>

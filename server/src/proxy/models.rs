@@ -1,22 +1,24 @@
-//! `GET /v1/models`: every routable `provider/model` id, then the combos
-//! and the aliases.
+//! `GET /v1/models`: every routable `provider/model` id — the catalog's
+//! models of each active provider, then the models its connections' last
+//! passing tests listed (the only source for a custom `openai-compatible`
+//! upstream) — then the combos and the aliases.
 
 use axum::{Json, extract::State};
 use serde_json::{Value, json};
-use std::sync::Arc;
+use std::{collections::HashSet, sync::Arc};
 
 use crate::state::AppState;
 
 pub async fn list(State(state): State<Arc<AppState>>) -> Json<Value> {
     let snapshot = state.connections.snapshot();
-    let mut data: Vec<Value> = snapshot
-        .active_providers()
-        .flat_map(|p| {
-            p.models
-                .iter()
-                .map(move |m| json!({"id": format!("{}/{m}", p.id), "object": "model", "created": 0, "owned_by": p.id}))
-        })
-        .collect();
+    let mut data: Vec<Value> = Vec::new();
+    for p in snapshot.active_providers() {
+        let discovered = snapshot.candidates(p.id).iter().flat_map(|c| c.discovered_models.iter().map(String::as_str));
+        let mut seen = HashSet::new();
+        for m in p.models.iter().copied().chain(discovered).filter(|m| seen.insert(*m)) {
+            data.push(json!({"id": format!("{}/{m}", p.id), "object": "model", "created": 0, "owned_by": p.id}));
+        }
+    }
     data.extend(
         state.combos.all().iter().map(|c| json!({"id": c.name, "object": "model", "created": 0, "owned_by": "combo"})),
     );

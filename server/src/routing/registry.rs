@@ -53,6 +53,8 @@ pub struct LiveConnection {
     pub disable_cooling: bool,
     /// Its concurrency and rate limits (SPEC §R4, §R5).
     pub limits: ConnectionLimits,
+    /// The model ids its last passing test listed (for `/v1/models`).
+    pub discovered_models: Vec<String>,
     /// Its attempts since the start; carried over when the registry is rebuilt.
     usage: Arc<Usage>,
 }
@@ -110,6 +112,7 @@ impl LiveConnection {
             oauth: false,
             disable_cooling: false,
             limits: ConnectionLimits::default(),
+            discovered_models: Vec::new(),
             usage: Arc::default(),
         }
     }
@@ -148,6 +151,8 @@ impl LiveConnection {
     /// The connection's own cooldown policy, from its row.
     pub fn with_policy(mut self, row: &crate::db::entities::provider_connection::Model) -> Self {
         self.name.clone_from(&row.name);
+        self.discovered_models =
+            row.discovered_models.as_deref().and_then(|j| serde_json::from_str(j).ok()).unwrap_or_default();
         self.oauth = row.auth_type == "oauth";
         self.disable_cooling = row.disable_cooling;
         self.limits = ConnectionLimits {

@@ -78,6 +78,7 @@ pub async fn create(state: &AppState, input: CreateConnection) -> Result<Connect
         terminal_status: None,
         expired_retry_count: 0,
         rejected_streak: 0,
+        discovered_models: None,
         created_at: now,
         updated_at: now,
     };
@@ -194,7 +195,15 @@ pub async fn test(state: &AppState, id: &str) -> Result<ConnectionTestResult, Se
         row.test_status = Some(if result.ok { "ok" } else { "failed" }.to_owned());
         row.last_error = result.error.clone();
         row.updated_at = now_ms();
+        if result.ok {
+            let listed: Vec<&String> = result.models.iter().take(MAX_DISCOVERED_MODELS).collect();
+            row.discovered_models = Some(to_json(&listed));
+        }
         connections::save(&state.db, row).await?;
+        if result.ok {
+            // `/v1/models` names what the test listed.
+            state.connections.reload(&state.db, &state.secrets).await?;
+        }
     }
     Ok(result)
 }
@@ -211,6 +220,9 @@ fn check_callable(base_url: Option<&str>) -> Result<(), ServiceError> {
         _ => Ok(()),
     }
 }
+
+/// The most model ids a test remembers for `/v1/models`.
+const MAX_DISCOVERED_MODELS: usize = 1000;
 
 /// A model list larger than this is cut (and reads as no models).
 const MAX_MODEL_LIST: usize = 16 << 20;

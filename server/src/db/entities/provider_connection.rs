@@ -32,6 +32,8 @@ pub struct Model {
     pub terminal_status: Option<String>,
     pub expired_retry_count: i32,
     pub rejected_streak: i32,
+    /// JSON list of the model ids the last passing test listed.
+    pub discovered_models: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
 }
