@@ -344,11 +344,25 @@ pub async fn revoke_key(id: String) -> Result<(), ServerFnError> {
     ssr::backend()?.revoke_key(&id).await.map_err(|e| ssr::fail("/keys", e))
 }
 
+/// A page of the request log; the arguments are a [`LogSearch`]'s fields
+/// (flat: an all-empty search must still encode).
+///
+/// [`LogSearch`]: crate::types::LogSearch
 #[server(prefix = "/sfn", endpoint = "logs")]
-pub async fn get_logs(provider: Option<String>, status: Option<String>) -> Result<LogList, ServerFnError> {
-    let status = given(status).and_then(|s| s.parse::<i32>().ok());
-    ssr::backend()?.list_logs(given(provider), status, 200).await.map_err(|e| ssr::fail("/logs", e))
+pub async fn get_logs(
+    provider: Option<String>,
+    connection: Option<String>,
+    model: Option<String>,
+    status: Option<crate::types::StatusClass>,
+    window: Option<String>,
+    before: Option<i64>,
+) -> Result<LogList, ServerFnError> {
+    let search = crate::types::LogSearch { provider, connection, model, status, window, before };
+    ssr::backend()?.search_logs(search, LOG_PAGE).await.map_err(|e| ssr::fail("/logs", e))
 }
+
+/// Rows per page of the Logs page.
+pub const LOG_PAGE: u64 = 100;
 
 #[server(prefix = "/sfn", endpoint = "resilience")]
 pub async fn get_resilience() -> Result<ResilienceView, ServerFnError> {

@@ -105,7 +105,7 @@ pub trait Backend: Send + Sync + 'static {
     async fn get_started(&self, request: &http::request::Parts) -> BackendResult<crate::types::onboarding::GetStarted>;
     /// The stashed key of `id`, once.
     fn take_new_key(&self, id: &str) -> Option<CreatedApiKey>;
-    async fn list_logs(&self, provider: Option<String>, status: Option<i32>, limit: u64) -> BackendResult<LogList>;
+    async fn search_logs(&self, search: crate::types::LogSearch, limit: u64) -> BackendResult<LogList>;
     /// The effective resilience settings and what the environment sets.
     fn resilience(&self) -> ResilienceView;
     /// Applies a partial settings document, like `PATCH /api/resilience`.

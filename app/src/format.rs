@@ -19,6 +19,18 @@ pub fn duration(ms: u64) -> String {
     }
 }
 
+/// How long ago, from a span in ms: `12 s ago`, `3 min ago`, `5 h ago`,
+/// `2 d ago`.
+pub fn ago(span_ms: i64) -> String {
+    let secs = span_ms.max(0) / 1000;
+    match secs {
+        0..60 => format!("{secs} s ago"),
+        60..3_600 => format!("{} min ago", secs / 60),
+        3_600..86_400 => format!("{} h ago", secs / 3_600),
+        _ => format!("{} d ago", secs / 86_400),
+    }
+}
+
 /// Days since 1970-01-01 → (year, month, day), proleptic Gregorian.
 fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
@@ -51,6 +63,15 @@ mod tests {
         assert_eq!(timestamp(0), "1970-01-01 00:00:00");
         assert_eq!(timestamp(1_796_035_025_000), "2026-11-30 10:37:05");
         assert_eq!(timestamp(951_782_400_000), "2000-02-29 00:00:00");
+    }
+
+    #[test]
+    fn says_how_long_ago() {
+        assert_eq!(ago(-5), "0 s ago");
+        assert_eq!(ago(59_999), "59 s ago");
+        assert_eq!(ago(180_000), "3 min ago");
+        assert_eq!(ago(5 * 3_600_000 + 1), "5 h ago");
+        assert_eq!(ago(2 * 86_400_000), "2 d ago");
     }
 
     #[test]

@@ -13,7 +13,7 @@ test('unauthenticated pages redirect to /login and a wrong password is refused',
 
 test('connection, key, proxied request and log row, all from the browser (JS on)', async ({ page, request }) => {
   await login(page);
-  await page.getByRole('link', { name: 'Providers' }).click();
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Providers' }).click();
   await expect(page).toHaveURL(/\/providers$/);
   await hydrated(page);
 
@@ -38,7 +38,7 @@ test('connection, key, proxied request and log row, all from the browser (JS on)
   await expect(page.getByTestId('test-result')).toContainText('Test passed: HTTP 200');
   await expect(row.getByTestId('last-test')).toHaveText('ok');
 
-  await page.getByRole('link', { name: 'API keys' }).click();
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'API keys' }).click();
   await hydrated(page);
   await page.getByTestId('create-key').locator('input[name=name]').fill('e2e-agent');
   await page.getByRole('button', { name: 'Create' }).click();
@@ -55,11 +55,27 @@ test('connection, key, proxied request and log row, all from the browser (JS on)
   const requestId = resp.headers()['x-request-id'];
   expect((await resp.json()).choices[0].message.content).toContain('fake-upstream');
 
-  await page.getByRole('link', { name: 'Logs' }).click();
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Logs' }).click();
   const logRow = page.locator(`tr[data-request-id="${requestId}"]`);
   await expect(logRow).toBeVisible({ timeout: 15_000 });
   await expect(logRow.getByTestId('log-status')).toHaveText('200');
   await expect(logRow).toContainText('openai/gpt-4o-mini');
+  // The connection by its name, the time relative with the absolute one on hover.
+  await expect(logRow.getByTestId('log-connection')).toHaveText('e2e-openai');
+  await expect(logRow.locator('td').first()).toHaveText(/ago$/);
+  await expect(logRow.locator('td').first()).toHaveAttribute('title', /UTC$/);
+
+  // Filters are case-insensitive substrings; a miss says so.
+  const filters = page.getByTestId('log-filters');
+  await filters.getByLabel('Connection').fill('E2E-OPEN');
+  await filters.getByLabel('Model').fill('4O-MINI');
+  await filters.getByLabel('Status').selectOption('2xx');
+  await filters.getByRole('button', { name: 'Filter' }).click();
+  await expect(page).toHaveURL(/connection=E2E-OPEN/);
+  await expect(page.locator(`tr[data-request-id="${requestId}"]`)).toBeVisible();
+  await filters.getByLabel('Status').selectOption('5xx');
+  await filters.getByRole('button', { name: 'Filter' }).click();
+  await expect(page.getByTestId('logs-empty')).toHaveText('No requests match these filters.');
 });
 
 test('every navigation page is reachable and hydrates under its Content-Security-Policy', async ({ page }) => {

@@ -133,6 +133,7 @@ test('a locked model is listed on Model Lockout and re-enabled from there', asyn
   const row = page.locator('[data-card="model-cooldowns"] tr[data-model="retired-model"]');
   await expect(row).toContainText('mistral');
   await expect(row).toContainText('not_found');
+  await expect(row.getByTestId('lock-connection')).toHaveText('mistral-main');
   await row.getByRole('button', { name: 'Re-enable' }).click();
   await expect(page.getByTestId('model-cooldowns')).toHaveText('No model is locked.');
   resp = await page.request.patch('/api/resilience', { data: { modelLockout: { enabled: false } } });

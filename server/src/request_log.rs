@@ -169,7 +169,7 @@ mod tests {
     }
 
     async fn stored(db: &DatabaseConnection) -> Vec<String> {
-        let all = list(db, &LogFilter { limit: 100, provider: None, status: None, since: None }).await.unwrap();
+        let all = list(db, &LogFilter { limit: 100, ..Default::default() }).await.unwrap();
         all.into_iter().rev().map(|r| r.request_id).collect()
     }
 

@@ -145,6 +145,9 @@ pub struct ProviderConnections {
 pub struct ModelCooldown {
     pub provider: String,
     pub connection_id: String,
+    /// The connection's name (`None`: disabled or deleted since).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_name: Option<String>,
     pub model: String,
     pub reason: String,
     pub remaining_ms: u64,

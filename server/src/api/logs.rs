@@ -34,6 +34,12 @@ pub async fn list(
     if limit == 0 || limit > MAX_LIMIT {
         return Err(ApiError::Invalid(vec![FieldError::new("limit", format!("must be between 1 and {MAX_LIMIT}"))]));
     }
-    let filter = LogFilter { limit, provider: q.provider.filter(|p| !p.is_empty()), status: q.status, since: q.since };
+    let filter = LogFilter {
+        limit,
+        provider: q.provider.filter(|p| !p.is_empty()),
+        status: q.status,
+        since: q.since,
+        ..Default::default()
+    };
     Ok(Json(logs::list(&state, filter).await?))
 }

@@ -2,14 +2,16 @@
 //! filtered reads for the API, and count-bounded retention.
 
 use super::entities::proxy_log;
+use app::types::StatusClass;
 use sea_orm::{
     ColumnTrait, DatabaseConnection, DbErr, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
     TransactionTrait,
+    sea_query::{Expr, ExprTrait, Func, LikeExpr, SimpleExpr},
 };
 
 pub use proxy_log::Model as LogRecord;
 
-/// Filters of `GET /api/logs`.
+/// Filters of `GET /api/logs` and the Logs page.
 #[derive(Debug, Default, Clone)]
 pub struct LogFilter {
     pub limit: u64,
@@ -17,6 +19,39 @@ pub struct LogFilter {
     pub status: Option<i32>,
     /// Epoch ms; only rows at or after it.
     pub since: Option<i64>,
+    /// Case-insensitive substrings of the provider and the model.
+    pub provider_contains: Option<String>,
+    pub model_contains: Option<String>,
+    /// Only these connections.
+    pub connection_ids: Option<Vec<String>>,
+    pub status_class: Option<StatusClass>,
+    /// Only rows older than this id (the next page).
+    pub before_id: Option<i64>,
+}
+
+/// `lower(column) LIKE '%text%'`, with the text's own `%`, `_` and `\`
+/// taken literally.
+fn contains(column: proxy_log::Column, text: &str) -> SimpleExpr {
+    let escaped: String = text
+        .to_lowercase()
+        .chars()
+        .flat_map(|c| match c {
+            '%' | '_' | '\\' => vec!['\\', c],
+            c => vec![c],
+        })
+        .collect();
+    Expr::expr(Func::lower(Expr::col(column))).like(LikeExpr::new(format!("%{escaped}%")).escape('\\'))
+}
+
+fn in_class(class: StatusClass) -> SimpleExpr {
+    let status = proxy_log::Column::Status;
+    match class {
+        StatusClass::Success => status.between(200, 299),
+        StatusClass::ClientError => status.between(400, 499).and(status.ne(429)),
+        StatusClass::RateLimited => status.eq(429),
+        StatusClass::ServerError => status.between(500, 599),
+        StatusClass::Transport => status.eq(0),
+    }
 }
 
 /// Rows per INSERT statement. Every chunk size up to this gets its own
@@ -48,6 +83,21 @@ pub async fn list(db: &DatabaseConnection, f: &LogFilter) -> Result<Vec<LogRecor
     }
     if let Some(since) = f.since {
         q = q.filter(proxy_log::Column::CreatedAt.gte(since));
+    }
+    if let Some(p) = &f.provider_contains {
+        q = q.filter(contains(proxy_log::Column::Provider, p));
+    }
+    if let Some(m) = &f.model_contains {
+        q = q.filter(contains(proxy_log::Column::Model, m));
+    }
+    if let Some(ids) = &f.connection_ids {
+        q = q.filter(proxy_log::Column::ConnectionId.is_in(ids.iter().map(String::as_str)));
+    }
+    if let Some(class) = f.status_class {
+        q = q.filter(in_class(class));
+    }
+    if let Some(before) = f.before_id {
+        q = q.filter(proxy_log::Column::Id.lt(before));
     }
     q.order_by_desc(proxy_log::Column::Id).limit(f.limit).all(db).await
 }

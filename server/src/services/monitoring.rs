@@ -40,10 +40,11 @@ fn breaker_info(b: &BreakerView) -> BreakerInfo {
     }
 }
 
-fn model_cooldown(l: &Lock, now: i64) -> ModelCooldown {
+fn model_cooldown(l: &Lock, now: i64, snapshot: &Snapshot) -> ModelCooldown {
     ModelCooldown {
         provider: l.provider.clone(),
         connection_id: l.connection_id.clone(),
+        connection_name: snapshot.connection(&l.connection_id).map(|c| c.name.clone()),
         model: l.model.clone(),
         reason: l.reason.as_str().to_owned(),
         remaining_ms: u64::try_from(l.until - now).unwrap_or(0),
@@ -132,7 +133,7 @@ async fn build_health(state: &AppState) -> HealthReport {
         circuit_breakers: counts,
         provider_breakers,
         connection_health,
-        lockouts: state.engine.lockouts().iter().map(|l| model_cooldown(l, now)).collect(),
+        lockouts: state.engine.lockouts().iter().map(|l| model_cooldown(l, now, &snapshot)).collect(),
         queues: queues(state, &snapshot),
         session_affinity: session_affinity(state, &snapshot),
         session_leases: session_leases(state, &snapshot),
@@ -250,7 +251,8 @@ pub fn reset(state: &AppState, provider: Option<&str>) -> ResetResult {
 
 pub fn model_cooldowns(state: &AppState) -> ModelCooldownList {
     let now = state.engine.now();
-    ModelCooldownList { items: state.engine.lockouts().iter().map(|l| model_cooldown(l, now)).collect() }
+    let snapshot = state.connections.snapshot();
+    ModelCooldownList { items: state.engine.lockouts().iter().map(|l| model_cooldown(l, now, &snapshot)).collect() }
 }
 
 /// Lifts model lockouts; how many.

@@ -4,7 +4,7 @@ use app::{
     backend::{Backend, BackendError, BackendResult},
     types::{
         ApiKeyList, CatalogEntry, ConnectionList, ConnectionTestResult, ConnectionView, CreateApiKey, CreateConnection,
-        CreatedApiKey, FieldError, LogList, UpdateConnection,
+        CreatedApiKey, FieldError, LogList, LogSearch, UpdateConnection,
         alias::{Alias, AliasList},
         combo::{Combo, ComboList, ComboStatusList},
         monitoring::{
@@ -21,7 +21,7 @@ use std::{collections::HashMap, sync::Arc};
 
 use crate::{
     auth::{identity::peer_ip, sessions},
-    db::{logs::LogFilter, now_ms},
+    db::now_ms,
     services::{
         self, ServiceError,
         sign_in::{SignInError, sign_in},
@@ -175,8 +175,8 @@ impl Backend for WebBackend {
         (now_ms() - at < STASH_TTL_MS).then_some(created)
     }
 
-    async fn list_logs(&self, provider: Option<String>, status: Option<i32>, limit: u64) -> BackendResult<LogList> {
-        services::logs::list(&self.state, LogFilter { limit, provider, status, since: None }).await.map_err(err)
+    async fn search_logs(&self, search: LogSearch, limit: u64) -> BackendResult<LogList> {
+        services::logs::search(&self.state, search, limit).await.map_err(err)
     }
 
     fn resilience(&self) -> ResilienceView {

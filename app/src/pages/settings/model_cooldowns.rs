@@ -57,7 +57,9 @@ fn LockTable(items: Vec<ModelCooldown>, tick: RwSignal<u64>, clear: ServerAction
                         view! {
                             <tr class="border-b border-slate-100" data-model=key>
                                 <td class="p-2">{m.provider}</td>
-                                <td class="p-2 font-mono text-xs">{m.connection_id}</td>
+                                <td class="p-2" title=m.connection_id.clone() data-testid="lock-connection">
+                                    {m.connection_name.clone().unwrap_or_else(|| "(disabled or deleted)".to_owned())}
+                                </td>
                                 <td class="p-2">{m.model}</td>
                                 <td class="p-2">{m.reason}</td>
                                 <td class="p-2"><Countdown ms=m.remaining_ms tick /></td>
