@@ -1,15 +1,19 @@
 import { test, expect } from '@playwright/test';
-import { ADMIN_PASSWORD, hydrated, login } from './helpers';
+import { ADMIN_PASSWORD, FAKE, hydrated, login } from './helpers';
 
 const BASE = process.env.OMNIROUTE_URL ?? '';
 
 test('Get started creates a key and fills it into every copy-ready snippet (JS on)', async ({ page, context }) => {
   await context.grantPermissions(['clipboard-read', 'clipboard-write']);
   await login(page);
+  const added = await page.request.post('/api/providers', {
+    data: { provider: 'openai', name: 'onboarding-openai', apiKey: 'sk-onboarding-1', baseUrl: `${FAKE}/v1` },
+  });
+  expect(added.status()).toBe(201);
   await page.goto('/get-started');
   await hydrated(page);
   await expect(page.getByRole('heading', { level: 1 })).toHaveText('Get started');
-  // Earlier specs added connections: step 1 is done.
+  // A connection exists: step 1 is done.
   await expect(page.locator('[data-step="1"]')).toHaveAttribute('data-done', 'true');
   const claude = page.locator('[data-snippet="Claude Code"] [data-testid=snippet]');
   await expect(claude).toContainText('<your key>');

@@ -86,7 +86,7 @@ fn Steps(f: GetStarted, create: ServerAction<CreateKey>, stashed: Option<Created
                 })}
             </Step>
             <Step n=4 title="Point your agent at it" done=false status=format!("Models are addressed as provider/model, e.g. {model}.")>
-                <div class="grid gap-3 mt-2 md:grid-cols-2">
+                <div class="grid gap-3 mt-2 md:grid-cols-2 items-start">
                     {move || {
                         let key = new_key().map_or_else(|| KEY_PLACEHOLDER.to_owned(), |k| k.key);
                         snippets(&base_url, &key, &model)
@@ -145,7 +145,7 @@ fn SnippetCard(agent: &'static str, place: &'static str, text: String) -> impl I
                     </button>
                 </Show>
             </div>
-            <pre class="mt-2 p-2 bg-slate-100 rounded-md text-xs font-mono overflow-x-auto whitespace-pre" data-testid="snippet">{text}</pre>
+            <pre class="mt-2 p-2 bg-slate-100 rounded-md text-xs font-mono whitespace-pre-wrap break-all" data-testid="snippet">{text}</pre>
         </section>
     }
 }
