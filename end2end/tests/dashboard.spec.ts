@@ -131,9 +131,16 @@ test('a success clears the last failure banner, and a saved edit folds its form 
   await expect(page.getByRole('alert')).toHaveCount(0);
 
   const edit = row.getByTestId('edit');
+  // Row buttons are named by their row; Cancel folds the form unsaved.
+  await row.getByRole('button', { name: 'Test e2e-banner' }).waitFor();
   await edit.locator('summary').click();
   await expect(edit).toHaveAttribute('open', '');
-  await edit.locator('input[name=name]').fill('e2e-banner-renamed');
+  await edit.getByLabel('Name').fill('not-saved');
+  await edit.getByRole('link', { name: 'Cancel' }).click();
+  await expect(edit).not.toHaveAttribute('open', /.*/);
+  await expect(page).toHaveURL(/\/providers$/);
+  await edit.locator('summary').click();
+  await edit.getByLabel('Name').fill('e2e-banner-renamed');
   await edit.getByRole('button', { name: 'Save' }).click();
   const renamed = page.locator('tr', { hasText: 'e2e-banner-renamed' });
   await expect(renamed).toBeVisible();

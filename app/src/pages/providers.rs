@@ -342,6 +342,10 @@ fn ConnectionRow(c: ConnectionView, actions: RowActions, live: Live, badges: Bad
     });
     // Each form's children own their copy of the id.
     let [id_test, id_toggle, id_delete, id_edit] = std::array::from_fn(|_| c.id.clone());
+    // Row buttons are named by their row ("Test main") for screen readers.
+    let test_label = format!("Test {}", c.name);
+    let toggle_label = format!("{} {}", if active { "Disable" } else { "Enable" }, c.name);
+    let edit_label = format!("Edit {}", c.name);
     view! {
         <tr class="border-b border-slate-100 align-top" data-connection-id=c.id.clone()>
             <td class="p-2">{c.provider.clone()}</td>
@@ -357,12 +361,14 @@ fn ConnectionRow(c: ConnectionView, actions: RowActions, live: Live, badges: Bad
             <td class="p-2 flex flex-wrap gap-1">
                 <ActionForm action=actions.test>
                     <input type="hidden" name="id" value=id_test />
-                    <button type="submit" class=BUTTON>"Test"</button>
+                    <button type="submit" class=BUTTON aria-label=test_label>"Test"</button>
                 </ActionForm>
                 <ActionForm action=actions.toggle>
                     <input type="hidden" name="id" value=id_toggle />
                     <input type="hidden" name="active" value=(!active).to_string() />
-                    <button type="submit" class=BUTTON>{if active { "Disable" } else { "Enable" }}</button>
+                    <button type="submit" class=BUTTON aria-label=toggle_label>
+                        {if active { "Disable" } else { "Enable" }}
+                    </button>
                 </ActionForm>
                 <Confirm
                     verb="Delete"
@@ -375,16 +381,43 @@ fn ConnectionRow(c: ConnectionView, actions: RowActions, live: Live, badges: Bad
                     </ActionForm>
                 </Confirm>
                 <details node_ref=edit_form data-testid="edit">
-                    <summary class="cursor-pointer text-sm">"Edit"</summary>
+                    <summary class="cursor-pointer text-sm" aria-label=edit_label>"Edit"</summary>
                     <ActionForm action=actions.edit attr:class="flex flex-col gap-1 mt-1">
                         <input type="hidden" name="id" value=id_edit />
-                        <input name="name" value=c.name.clone() class=INPUT aria-label="Name" />
-                        <input name="api_key" type="password" placeholder="new API key (optional)" class=INPUT aria-label="New API key" />
-                        <input name="base_url" value=c.base_url.clone().unwrap_or_default() placeholder="base URL" class=INPUT aria-label="Base URL" />
-                        <input name="priority" type="number" min="0" value=c.priority.to_string() class=INPUT aria-label="Priority" />
+                        <label class="flex flex-col text-xs">
+                            "Name"
+                            <input name="name" value=c.name.clone() class=INPUT />
+                        </label>
+                        <label class="flex flex-col text-xs">
+                            "New API key"
+                            <input name="api_key" type="password" autocomplete="off" placeholder="keep the current one" class=INPUT />
+                        </label>
+                        <label class="flex flex-col text-xs">
+                            "Base URL"
+                            <input name="base_url" value=c.base_url.clone().unwrap_or_default() placeholder="the provider's default" class=INPUT />
+                        </label>
+                        <label class="flex flex-col text-xs">
+                            "Priority"
+                            <input name="priority" type="number" min="0" value=c.priority.to_string() class=INPUT />
+                        </label>
                         <LimitInputs max=c.max_concurrent overrides=c.rate_limit_overrides.clone() />
                         <ProtectionSelect stored=c.rate_limit_protection />
-                        <button type="submit" class=BUTTON>"Save"</button>
+                        <div class="flex gap-2 items-center">
+                            <button type="submit" class=BUTTON>"Save"</button>
+                            // Without JS the link reloads the page, which folds the form.
+                            <a
+                                href="/providers"
+                                class="text-sm text-indigo-700"
+                                on:click=move |ev| {
+                                    ev.prevent_default();
+                                    if let Some(details) = edit_form.get() {
+                                        details.set_open(false);
+                                    }
+                                }
+                            >
+                                "Cancel"
+                            </a>
+                        </div>
                     </ActionForm>
                 </details>
             </td>
