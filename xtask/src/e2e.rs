@@ -1,7 +1,7 @@
 //! `cargo xtask e2e`: Playwright against the real server and the fake
 //! upstream (both built by `cargo xtask build`), in Debian's chromium.
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use std::{
     io::{BufRead, BufReader},
     path::Path,
@@ -88,9 +88,7 @@ pub fn start_stack(
 /// Runs the Playwright suite (`args` go to `playwright test`, e.g. a file
 /// or `-g <title>`) against a fresh gateway and fake upstream.
 pub fn run(args: &[String]) -> anyhow::Result<()> {
-    if !Path::new(CHROMIUM).exists() {
-        bail!("{CHROMIUM} is missing: `apt-get install -y chromium` (.ci/run does this)");
-    }
+    util::ensure_debian_package(CHROMIUM, "chromium")?;
     let dir = util::root().join("end2end");
     if !dir.join("node_modules/@playwright/test").is_dir() {
         step("npm ci (end2end)");

@@ -7,8 +7,13 @@
 //! rounds of (quiet window, flood window), interleaved so both see the
 //! same machine; the proxy's p99 over all flood windows is compared with
 //! its p99 over all quiet ones (a window alone has too few samples for a
-//! steady p99). It fails when the flood moved the proxy's p99 by more than
-//! `FLOOD_MAX_P99_MS` (default 1 ms), when any proxied request failed, or
+//! steady p99). When the flood seems to have moved the p99 by more than
+//! `FLOOD_MAX_P99_MS` (default 1 ms), three more rounds are measured and
+//! the verdict is taken over all six: the p99 of ~750 samples is about the
+//! 8th-worst, so one scheduler stall of this shared machine can tip it,
+//! while a flood that really slows the proxy (argon2 unbounded) moves it
+//! by tens of ms in every round. It fails when the p99 still moved by more
+//! than the limit, when any proxied request failed, or
 //! when the flood was not throttled (argon2 ran for more than a bounded
 //! number of attempts; the rest were 429s). `FLOOD_PASSWORD` set to the
 //! admin password turns the drill into its own control: right passwords
@@ -75,7 +80,14 @@ async fn measure(gw: &str, fake: &str, max_p99_ms: f64) -> anyhow::Result<()> {
     };
     step(&format!("{ROUNDS} rounds: proxy alone, then proxy during a login flood ({LOGINS_PER_SEC}/s)"));
     let (mut all_quiet, mut all_flood, mut logins) = (Samples::default(), Samples::default(), Samples::default());
-    for round in 1..=ROUNDS {
+    let mut moved = f64::INFINITY;
+    for round in 1..=2 * ROUNDS {
+        if round == ROUNDS + 1 {
+            if moved <= max_p99_ms {
+                break;
+            }
+            step(&format!("the p99 moved {moved:.2} ms: {ROUNDS} more rounds, judged over all"));
+        }
         let quiet = paced::run(PROXY_PER_SEC, WINDOW, proxy).await;
         let (flood, flooding) =
             tokio::join!(paced::run(PROXY_PER_SEC, WINDOW, proxy), paced::run(LOGINS_PER_SEC, WINDOW, login));
@@ -83,8 +95,8 @@ async fn measure(gw: &str, fake: &str, max_p99_ms: f64) -> anyhow::Result<()> {
         all_quiet.merge(quiet);
         all_flood.merge(flood);
         logins.merge(flooding);
+        moved = all_flood.quantile(0.99) - all_quiet.quantile(0.99);
     }
-    let moved = all_flood.quantile(0.99) - all_quiet.quantile(0.99);
     let checked = logins.statuses.get(&401).copied().unwrap_or(0);
     let throttled = logins.statuses.get(&429).copied().unwrap_or(0);
     let report = json!({"proxyP99QuietMs": all_quiet.quantile(0.99), "proxyP99FloodMs": all_flood.quantile(0.99),

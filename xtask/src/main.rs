@@ -51,6 +51,7 @@ fn main() -> anyhow::Result<()> {
 /// site build, the browser tests, a chaos run, a heap run and the login
 /// flood drill.
 fn test() -> anyhow::Result<()> {
+    util::ensure_rustup_components(&["rustfmt", "clippy"])?;
     util::step("cargo fmt --check");
     util::run(util::cargo().args(["fmt", "--all", "--", "--check"]))?;
     util::step("cargo clippy");

@@ -18,6 +18,9 @@ pub struct Cluster {
 
 /// `/usr/lib/postgresql/<newest>/bin`.
 fn bin_dir() -> anyhow::Result<PathBuf> {
+    if !Path::new("/usr/lib/postgresql").is_dir() {
+        util::ensure_debian_package("/usr/lib/postgresql", "postgresql")?;
+    }
     let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
         .context("Postgres server binaries not found (apt-get install -y postgresql)")?
         .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
@@ -29,8 +32,7 @@ fn bin_dir() -> anyhow::Result<PathBuf> {
 
 /// Postgres refuses to run as root: run its tools as `postgres` then.
 fn pg_command(bin: &Path, tool: &str) -> Command {
-    let is_root = util::output(Command::new("id").arg("-u")).is_ok_and(|u| u.trim() == "0");
-    if is_root {
+    if util::is_root() {
         let mut cmd = Command::new("runuser");
         cmd.args(["-u", "postgres", "--"]).arg(bin.join(tool));
         cmd

@@ -57,3 +57,32 @@ pub fn flag<T: std::str::FromStr>(args: &[String], name: &str) -> anyhow::Result
     let value = args.get(i + 1).with_context(|| format!("{name} needs a value"))?;
     value.parse().map(Some).map_err(|_| anyhow::anyhow!("{name}: {value:?} is not a valid value"))
 }
+
+/// Whether this process runs as root.
+pub fn is_root() -> bool {
+    output(Command::new("id").arg("-u")).is_ok_and(|u| u.trim() == "0")
+}
+
+/// Installs Debian's `package` when `path` (a file it provides) is
+/// missing: with apt-get when root, else fails with the one command to run.
+pub fn ensure_debian_package(path: &str, package: &str) -> anyhow::Result<()> {
+    if std::path::Path::new(path).exists() {
+        return Ok(());
+    }
+    if !is_root() {
+        bail!("{path} is missing: run `sudo apt-get install -y {package}`, then try again");
+    }
+    step(&format!("apt-get install -y {package}"));
+    run(Command::new("apt-get").arg("update"))?;
+    run(Command::new("apt-get").args(["install", "-y", package]).env("DEBIAN_FRONTEND", "noninteractive"))
+}
+
+/// Adds the rustup components `names` that are not installed yet.
+pub fn ensure_rustup_components(names: &[&str]) -> anyhow::Result<()> {
+    let installed = output(Command::new("rustup").args(["component", "list", "--installed"]))?;
+    for name in names.iter().filter(|n| !installed.lines().any(|l| l.starts_with(*n))) {
+        step(&format!("rustup component add {name}"));
+        run(Command::new("rustup").args(["component", "add", name]))?;
+    }
+    Ok(())
+}
