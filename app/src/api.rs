@@ -356,8 +356,9 @@ pub async fn get_logs(
     status: Option<crate::types::StatusClass>,
     window: Option<String>,
     before: Option<i64>,
+    request: Option<String>,
 ) -> Result<LogList, ServerFnError> {
-    let search = crate::types::LogSearch { provider, connection, model, status, window, before };
+    let search = crate::types::LogSearch { provider, connection, model, status, window, before, request };
     ssr::backend()?.search_logs(search, LOG_PAGE).await.map_err(|e| ssr::fail("/logs", e))
 }
 
@@ -411,6 +412,12 @@ pub async fn save_resilience(card: String, fields: HashMap<String, String>) -> R
 #[server(prefix = "/sfn", endpoint = "health")]
 pub async fn get_health() -> Result<HealthReport, ServerFnError> {
     Ok(ssr::backend()?.health().await)
+}
+
+/// Traffic over a window (`1h`, `24h`; the last hour when not given).
+#[server(prefix = "/sfn", endpoint = "traffic")]
+pub async fn get_traffic(window: Option<String>) -> Result<crate::types::traffic::TrafficReport, ServerFnError> {
+    ssr::backend()?.traffic(window.as_deref()).map_err(|e| ssr::fail("/monitoring/health", e))
 }
 
 /// Resets one provider's breaker (`provider` empty: all).

@@ -50,7 +50,7 @@ impl std::fmt::Display for BackendError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Invalid(errors) => {
-                let parts: Vec<String> = errors.iter().map(|e| format!("{}: {}", e.field, e.message)).collect();
+                let parts: Vec<String> = errors.iter().map(ToString::to_string).collect();
                 write!(f, "{}", parts.join("; "))
             }
             Self::NotFound(what) => write!(f, "{what} not found"),
@@ -111,6 +111,8 @@ pub trait Backend: Send + Sync + 'static {
     /// Applies a partial settings document, like `PATCH /api/resilience`.
     async fn patch_resilience(&self, patch: serde_json::Value) -> BackendResult<ResilienceSettings>;
     async fn health(&self) -> HealthReport;
+    /// Traffic over a window (`1h`, `24h`) for Health's charts.
+    fn traffic(&self, window: Option<&str>) -> BackendResult<crate::types::traffic::TrafficReport>;
     /// Resets one provider's breaker (or all) and its model lockouts.
     fn reset_breakers(&self, provider: Option<&str>) -> ResetResult;
     async fn cooldowns(&self) -> BackendResult<CooldownList>;

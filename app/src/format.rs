@@ -79,3 +79,35 @@ mod tests {
         assert_eq!(query_escape("a b&c=é"), "a%20b%26c%3D%C3%A9");
     }
 }
+
+/// The sentence inside an upstream's error text: the `error.message`
+/// (or `message`, `detail`, `error_description`, a string `error`) of the
+/// JSON body it holds, after whatever came before it ("HTTP 401: ").
+/// `None` when the text holds no such JSON.
+pub fn upstream_message(text: &str) -> Option<String> {
+    let start = text.find('{')?;
+    let body: serde_json::Value = serde_json::Deserializer::from_str(&text[start..]).into_iter().next()?.ok()?;
+    let field = |v: &serde_json::Value, k: &str| v.get(k).and_then(|m| m.as_str()).map(str::to_owned);
+    let message = body
+        .get("error")
+        .and_then(|e| field(e, "message").or_else(|| e.as_str().map(str::to_owned)))
+        .or_else(|| field(&body, "message"))
+        .or_else(|| field(&body, "detail"))
+        .or_else(|| field(&body, "error_description"))?;
+    Some(format!("{}{message}", &text[..start]))
+}
+
+#[cfg(test)]
+mod upstream_message_tests {
+    use super::upstream_message;
+
+    #[test]
+    fn the_sentence_comes_out_of_the_json() {
+        let raw = r#"HTTP 401: {"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}"#;
+        assert_eq!(upstream_message(raw).as_deref(), Some("HTTP 401: Incorrect API key provided"));
+        assert_eq!(upstream_message(r#"{"detail":"Not found"} trailing"#).as_deref(), Some("Not found"));
+        assert_eq!(upstream_message(r#"{"error":"overloaded"}"#).as_deref(), Some("overloaded"));
+        assert_eq!(upstream_message("connection refused"), None);
+        assert_eq!(upstream_message(r#"{"unrelated":1}"#), None);
+    }
+}

@@ -77,7 +77,7 @@ test('Combos: create with weights (refusing a bad line as typed), route traffic,
   await alias.getByLabel('Alias').fill('openai');
   await alias.getByLabel('Stands for (provider/model or combo)').fill('e2e-split');
   await alias.getByRole('button', { name: 'Save alias' }).click();
-  await expect(page.getByRole('alert').filter({ hasText: 'alias:' })).toContainText('alias: is already the id of provider');
+  await expect(page.getByRole('alert').filter({ hasText: 'Alias:' })).toContainText('Alias: is already the id of provider');
   // Deleting asks first; each row's button is named by its row.
   const aliasRow = page.locator('[data-alias="e2e-split-alias"]');
   await aliasRow.getByRole('button', { name: 'Delete e2e-split-alias' }).click();

@@ -36,7 +36,7 @@ test('connection, key, proxied request and log row, all from the browser (JS on)
 
   await row.getByRole('button', { name: 'Test' }).click();
   await expect(page.getByTestId('test-result')).toContainText('Test passed: HTTP 200');
-  await expect(row.getByTestId('last-test')).toHaveText('ok');
+  await expect(row.getByTestId('last-test')).toHaveText('passed');
 
   await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'API keys' }).click();
   await hydrated(page);
@@ -122,7 +122,14 @@ test('a success clears the last failure banner, and a saved edit folds its form 
 
   // One action fails, another then succeeds: the failure's banner goes.
   await add('e2e-banner-bad', 'not a url');
-  await expect(page.getByRole('alert')).toContainText('baseUrl');
+  await expect(page.getByRole('alert')).toContainText('Base URL: must be an absolute');
+  // The refused field says so next to its input, which points at the message.
+  const note = form.locator('[data-field-error="baseUrl"]');
+  await expect(note).toHaveText('must be an absolute http:// or https:// URL');
+  const baseUrl = form.locator('input[name=base_url]');
+  await expect(baseUrl).toHaveAttribute('aria-invalid', 'true');
+  await expect(baseUrl).toHaveAttribute('aria-describedby', (await note.getAttribute('id'))!);
+  await expect(form.locator('[data-field-error="name"]')).toHaveCount(0);
   await expect(page.getByRole('alert')).not.toContainText('error running server function');
   // A refused add keeps what was typed.
   await expect(form.locator('input[name=name]')).toHaveValue('e2e-banner-bad');
@@ -145,4 +152,28 @@ test('a success clears the last failure banner, and a saved edit folds its form 
   const renamed = page.locator('tr', { hasText: 'e2e-banner-renamed' });
   await expect(renamed).toBeVisible();
   await expect(renamed.getByTestId('edit')).not.toHaveAttribute('open', /.*/);
+});
+
+test('a failed connection test is red and says why', async ({ page }) => {
+  await login(page);
+  await page.request.post(`${FAKE}/_control/rules`, {
+    data: { apiKey: 'sk-e2e-revoked', status: 401, body: { error: { message: 'Incorrect API key provided', type: 'invalid_request_error' } } },
+  });
+  const added = await page.request.post('/api/providers', {
+    data: { provider: 'openrouter', name: 'e2e-revoked', apiKey: 'sk-e2e-revoked', baseUrl: `${FAKE}/v1` },
+  });
+  expect(added.status()).toBe(201);
+  await page.goto('/providers');
+  await hydrated(page);
+  const row = page.locator('tr', { hasText: 'e2e-revoked' });
+  await row.getByRole('button', { name: 'Test e2e-revoked' }).click();
+  const result = page.getByTestId('test-result');
+  await expect(result).toHaveAttribute('data-ok', 'false');
+  await expect(result).toHaveClass(/bg-red-100/);
+  await expect(result.getByTestId('error-message')).toContainText('Incorrect API key provided');
+  const lastTest = row.getByTestId('last-test');
+  await expect(lastTest.locator('[data-failed]')).toHaveText('failed');
+  await expect(lastTest.getByTestId('error-message')).toContainText('Incorrect API key provided');
+  const removed = await page.request.delete(`/api/providers/${(await added.json()).connection.id}`, { data: {} });
+  expect(removed.status()).toBe(200);
 });

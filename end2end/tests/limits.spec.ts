@@ -36,7 +36,7 @@ test('Providers edits Max concurrent and per-model limits, refusing a bad line a
     form: { id, model_concurrency: 'kimi-k2=0' },
   });
   expect(refused.status()).toBe(400);
-  expect(await refused.text()).toContain('modelConcurrency: line 1: the limit of kimi-k2 must be a whole number');
+  expect(await refused.text()).toContain('Per-model limits: line 1: the limit of kimi-k2 must be a whole number');
 });
 
 test('Health shows requests waiting at a connection limit while they wait', async ({ page }) => {

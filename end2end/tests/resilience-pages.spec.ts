@@ -50,7 +50,7 @@ test('Health shows an open breaker with its countdown, and Reset closes it', asy
   const first = await countdown.textContent();
   await expect(countdown).not.toHaveText(first!, { timeout: 3_000 }); // ticks in the browser
   await expect(page.locator('[data-provider="ollama"]')).toBeVisible();
-  await row.getByRole('button', { name: 'Reset' }).click();
+  await row.getByRole('button', { name: 'Reset ollama', exact: true }).click();
   await expect(page.locator('[data-breaker="ollama"]')).toHaveCount(0);
   await expect(page.getByTestId('breakers')).toHaveText('Every provider circuit breaker is closed.');
 });
@@ -103,6 +103,7 @@ test('the Cooldown Manager clears a cooling connection and leaves a terminal one
   const terminalRow = page.locator(`tr[data-connection-id="${terminal}"]`);
   await expect(coolingRow).toHaveAttribute('data-status', 'cooling down');
   await expect(coolingRow.locator('[data-countdown]')).toContainText('m');
+  await expect(coolingRow.getByRole('button', { name: 'Clear cool-me', exact: true })).toBeVisible();
   await expect(terminalRow).toHaveAttribute('data-status', 'terminal: credits_exhausted');
   await expect(terminalRow.getByRole('checkbox')).toHaveCount(0);
   await expect(terminalRow.getByRole('link', { name: 'Reconnect on Providers' })).toBeVisible();
@@ -134,7 +135,7 @@ test('a locked model is listed on Model Lockout and re-enabled from there', asyn
   await expect(row).toContainText('mistral');
   await expect(row).toContainText('not_found');
   await expect(row.getByTestId('lock-connection')).toHaveText('mistral-main');
-  await row.getByRole('button', { name: 'Re-enable' }).click();
+  await row.getByRole('button', { name: 'Re-enable retired-model on mistral-main', exact: true }).click();
   await expect(page.getByTestId('model-cooldowns')).toHaveText('No model is locked.');
   resp = await page.request.patch('/api/resilience', { data: { modelLockout: { enabled: false } } });
   expect(resp.status()).toBe(200);

@@ -12,6 +12,7 @@ mod m0003_session_affinity;
 mod m0004_session_leases;
 mod m0005_dashboard_sessions;
 mod m0006_discovered_models;
+mod m0007_log_trail;
 
 /// Every migration, oldest first.
 pub struct Migrator;
@@ -26,6 +27,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0004_session_leases::Migration),
             Box::new(m0005_dashboard_sessions::Migration),
             Box::new(m0006_discovered_models::Migration),
+            Box::new(m0007_log_trail::Migration),
         ]
     }
 }

@@ -15,6 +15,7 @@ pub mod resilience_store;
 pub mod routing;
 pub mod services;
 pub mod state;
+pub mod traffic;
 pub mod upstream;
 pub mod web;
 pub mod workers;
@@ -74,6 +75,8 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
     restore_engine(&engine, &db, &resilience.current()).await?;
     restore_pins(&affinity, &db, engine.now()).await?;
     restore_leases(&leases, &db, engine.now()).await?;
+    let traffic = Arc::new(traffic::Traffic::default());
+    traffic.add(&db::logs::recent_attempts(&db, db::now_ms() - traffic::KEEP_MS).await?);
     let state = Arc::new(AppState {
         engine,
         affinity,
@@ -81,7 +84,8 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
         resilience_store: store,
         health_cache: parking_lot::Mutex::new(None),
         resilience,
-        logs: LogSink::spawn(db.clone(), config.log_retention_rows),
+        logs: LogSink::spawn(db.clone(), config.log_retention_rows, traffic.clone()),
+        traffic,
         keys,
         connections: ConnectionRegistry::default(),
         combos: ComboRegistry::default(),

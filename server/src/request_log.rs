@@ -2,7 +2,8 @@
 //! bounded channel (never awaiting the database); one task batches rows
 //! into `proxy_logs`, prunes to the retention bound, and acknowledges
 //! flushes (used at shutdown and by tests). When the channel is full, rows
-//! are dropped and counted rather than slowing requests down.
+//! are dropped and counted rather than slowing requests down. The rows it
+//! writes are also counted in the traffic rollup (`traffic`).
 
 use sea_orm::{DatabaseConnection, NotSet};
 use std::sync::{
@@ -18,7 +19,10 @@ use tokio::{
     time::{Interval, MissedTickBehavior},
 };
 
-use crate::db::{self, entities::proxy_log};
+use crate::{
+    db::{self, entities::proxy_log},
+    traffic::Traffic,
+};
 
 /// Rows buffered before new ones are dropped (a few linger periods at
 /// tens of thousands of requests per second).
@@ -36,6 +40,17 @@ const PRUNE_EVERY: u64 = 1000;
 /// itself (`id` is assigned by the database).
 pub type AttemptRecord = proxy_log::Model;
 
+/// The row of a client request before any upstream is known.
+pub fn request_row(request_id: &str, endpoint: &str, stream: bool) -> AttemptRecord {
+    AttemptRecord {
+        created_at: crate::db::now_ms(),
+        request_id: request_id.to_owned(),
+        endpoint: endpoint.to_owned(),
+        stream,
+        ..AttemptRecord::default()
+    }
+}
+
 enum Msg {
     Row(Box<AttemptRecord>),
     Flush(oneshot::Sender<()>),
@@ -50,15 +65,15 @@ pub struct LogSink {
 }
 
 impl LogSink {
-    /// Starts the writer task.
-    pub fn spawn(db: DatabaseConnection, retention_rows: u64) -> Self {
+    /// Starts the writer task; every row it stores is also counted in `traffic`.
+    pub fn spawn(db: DatabaseConnection, retention_rows: u64, traffic: Arc<Traffic>) -> Self {
         let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
         let flush_now = Arc::new(Notify::new());
         #[expect(
             clippy::disallowed_methods,
             reason = "the log writer lives as long as the process, off the request path"
         )]
-        tokio::spawn(writer(db, rx, retention_rows, flush_now.clone()));
+        tokio::spawn(writer(Writer { db, retention_rows, traffic }, rx, flush_now.clone()));
         Self { tx, dropped: Arc::new(AtomicU64::new(0)), flush_now }
     }
 
@@ -86,7 +101,14 @@ impl LogSink {
 /// them on a timer, so queuing a row wakes nobody (the proxy thread that
 /// queues it is about to answer its client); only after a quiet spell does
 /// it sleep until the next row, which wakes it once.
-async fn writer(db: DatabaseConnection, mut rx: mpsc::Receiver<Msg>, retention_rows: u64, flush_now: Arc<Notify>) {
+/// Where the writer puts rows.
+struct Writer {
+    db: DatabaseConnection,
+    retention_rows: u64,
+    traffic: Arc<Traffic>,
+}
+
+async fn writer(w: Writer, mut rx: mpsc::Receiver<Msg>, flush_now: Arc<Notify>) {
     let mut since_prune = 0u64;
     let mut quiet_ticks = 0u32;
     let mut tick = tokio::time::interval(LINGER);
@@ -118,18 +140,19 @@ async fn writer(db: DatabaseConnection, mut rx: mpsc::Receiver<Msg>, retention_r
         let mut next = Some(first);
         while let Some(msg) = next {
             match msg {
-                Msg::Row(r) => rows.push(to_active(*r)),
+                Msg::Row(r) => rows.push(*r),
                 Msg::Flush(ack) => acks.push(ack),
             }
             next = if rows.len() < BATCH_MAX { rx.try_recv().ok() } else { None };
         }
         since_prune += rows.len() as u64;
-        if let Err(e) = db::logs::insert_batch(&db, rows).await {
+        w.traffic.add(&rows);
+        if let Err(e) = db::logs::insert_batch(&w.db, rows.into_iter().map(to_active).collect()).await {
             tracing::error!(error = %e, "writing request log rows failed");
         }
         if since_prune >= PRUNE_EVERY {
             since_prune = 0;
-            if let Err(e) = db::logs::prune(&db, retention_rows).await {
+            if let Err(e) = db::logs::prune(&w.db, w.retention_rows).await {
                 tracing::error!(error = %e, "pruning request log failed");
             }
         }
@@ -161,7 +184,7 @@ mod tests {
     async fn sink() -> (LogSink, DatabaseConnection, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();
         let db = db::connect(&format!("sqlite://{}", dir.path().join("logs.db").display())).await.unwrap();
-        (LogSink::spawn(db.clone(), 1000), db, dir)
+        (LogSink::spawn(db.clone(), 1000, Arc::default()), db, dir)
     }
 
     fn row(request_id: &str) -> AttemptRecord {

@@ -26,6 +26,8 @@ pub struct AppState {
     /// Calls to providers (the hyper executor; a fake in timing tests).
     pub upstream: std::sync::Arc<dyn Upstream>,
     pub logs: LogSink,
+    /// Traffic over the last day, for Health's charts (fed by `logs`).
+    pub traffic: std::sync::Arc<crate::traffic::Traffic>,
     /// The live resilience settings (SPEC §S), swapped on PATCH.
     pub resilience: SettingsHandle,
     /// Breakers, connection health and lockouts (SPEC §R1–§R3).

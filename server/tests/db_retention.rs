@@ -23,6 +23,7 @@ fn row(i: i64) -> proxy_log::ActiveModel {
         error_kind: Set(None),
         error_message: Set(None),
         egress_ip: Set(None),
+        refused: Set(false),
     }
 }
 

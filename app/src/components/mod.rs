@@ -1,12 +1,18 @@
 //! Reusable widgets: the app shell with navigation, banners, badges.
 
+mod chart;
 mod confirm;
+mod error_detail;
+mod form_errors;
 mod shell;
 
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
+pub use chart::{ChartLegend, ChartTable, Frame, TrafficChart, describe};
 pub use confirm::{CONFIRM_BUTTON, Confirm};
+pub use error_detail::ErrorDetail;
+pub use form_errors::{FieldNote, FormErrors};
 pub use shell::{Layout, Logo, NAV, page_title};
 
 use crate::types::ConnectionStatus;

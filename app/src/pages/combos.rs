@@ -416,6 +416,7 @@ fn ComboTable(
                         let (strategy, targets) = (c.strategy, format_targets(&c.targets));
                         // Each part of the row owns its copy of the name.
                         let [row, cell, name, now] = std::array::from_fn(|_| c.name.clone());
+                        let edit_label = format!("Edit {name}");
                         view! {
                             <tr class="border-b border-slate-100 align-top" data-combo=row>
                                 <td class="p-2 font-mono">{cell}</td>
@@ -435,7 +436,7 @@ fn ComboTable(
                                         </ActionForm>
                                     </Confirm>
                                     <details>
-                                        <summary class="cursor-pointer text-sm">"Edit"</summary>
+                                        <summary class="cursor-pointer text-sm" aria-label=edit_label>"Edit"</summary>
                                         <ComboForm combo=Some(c) save />
                                     </details>
                                 </td>

@@ -11,8 +11,8 @@ use std::collections::BTreeSet;
 use crate::{
     api::{ClearCooldowns, ResetBreakers, get_cooldowns},
     components::{
-        BUTTON, CONFIRM_BUTTON, Confirm, Countdown, LastError, Layout, LoadFailed, Loading, REFRESH_TICKS, TableHead,
-        use_ticker,
+        BUTTON, CONFIRM_BUTTON, Confirm, Countdown, ErrorDetail, LastError, Layout, LoadFailed, Loading, REFRESH_TICKS,
+        TableHead, use_ticker,
     },
     pages::settings::{SettingsCards, cards::COOLDOWN_RULES_CARD},
     types::monitoring::{CooldownConnection, ExclusionStatus, ProviderExclusion},
@@ -202,7 +202,7 @@ fn Row(r: CooldownConnection, tick: RwSignal<u64>, clear: ServerAction<ClearCool
             <td class="p-2">{status}</td>
             <td class="p-2">{(r.cooldown_remaining_ms > 0).then(|| view! { <Countdown ms=r.cooldown_remaining_ms tick /> })}</td>
             <td class="p-2">{r.backoff_level}</td>
-            <td class="p-2 text-xs">{error}</td>
+            <td class="p-2 text-xs">{(!error.is_empty()).then(|| view! { <ErrorDetail text=error /> })}</td>
             <td class="p-2 text-xs">{locks}</td>
             <td class="p-2">
                 {if terminal {
@@ -211,7 +211,7 @@ fn Row(r: CooldownConnection, tick: RwSignal<u64>, clear: ServerAction<ClearCool
                     view! {
                         <ActionForm action=clear>
                             <input type="hidden" name="connection_ids[]" value=id_clear />
-                            <button type="submit" class=BUTTON>"Clear"</button>
+                            <button type="submit" class=BUTTON aria-label=format!("Clear {}", r.name)>"Clear"</button>
                         </ActionForm>
                     }
                         .into_any()

@@ -1,4 +1,5 @@
-//! `/monitoring/health`: provider circuit breakers with live countdowns
+//! `/monitoring/health`: the status and why, traffic over the last hour or
+//! day (`traffic`), provider circuit breakers with live countdowns
 //! and reset buttons, connection health per provider, the queues at
 //! connection limits (in flight, waiting), the sessions pinned to each
 //! connection, and the process.
@@ -6,6 +7,7 @@
 
 use leptos::prelude::*;
 
+use super::traffic::TrafficSection;
 use crate::{
     api::{ResetBreakers, get_health},
     components::{BUTTON, Countdown, Layout, LoadFailed, Loading, REFRESH_TICKS, TableHead, action_error, use_ticker},
@@ -22,6 +24,10 @@ pub fn HealthPage() -> impl IntoView {
         <Layout title="Health">
             {action_error(reset)}
             <Transition fallback=Loading>
+                {move || Suspend::new(async move { report.await.ok().map(|r| view! { <Summary r /> }) })}
+            </Transition>
+            <TrafficSection tick />
+            <Transition fallback=Loading>
                 {move || Suspend::new(async move {
                     match report.await {
                         Ok(r) => view! { <Report r tick reset /> }.into_any(),
@@ -33,8 +39,9 @@ pub fn HealthPage() -> impl IntoView {
     }
 }
 
+/// The one status word, why, and the process.
 #[component]
-fn Report(r: HealthReport, tick: RwSignal<u64>, reset: ServerAction<ResetBreakers>) -> impl IntoView {
+fn Summary(r: HealthReport) -> impl IntoView {
     let counts = &r.circuit_breakers;
     let summary = format!(
         " · up {} · {} MB · database {} · breakers: {} open, {} half-open, {} degraded, {} closed",
@@ -46,7 +53,6 @@ fn Report(r: HealthReport, tick: RwSignal<u64>, reset: ServerAction<ResetBreaker
         counts.degraded,
         counts.closed,
     );
-    let lockouts = r.lockouts.len();
     let status_class = match r.status.as_str() {
         "healthy" => "bg-green-100 text-green-800",
         "down" => "bg-red-100 text-red-800",
@@ -64,6 +70,13 @@ fn Report(r: HealthReport, tick: RwSignal<u64>, reset: ServerAction<ResetBreaker
                 {r.status_reasons.iter().map(|reason| view! { <li>{reason.clone()}</li> }).collect_view()}
             </ul>
         </div>
+    }
+}
+
+#[component]
+fn Report(r: HealthReport, tick: RwSignal<u64>, reset: ServerAction<ResetBreakers>) -> impl IntoView {
+    let lockouts = r.lockouts.len();
+    view! {
         <section class="mb-6 bg-white p-4 rounded-md shadow-sm">
             <div class="flex items-center justify-between mb-2">
                 <h2 class="font-semibold">"Provider circuit breakers"</h2>
@@ -80,7 +93,7 @@ fn Report(r: HealthReport, tick: RwSignal<u64>, reset: ServerAction<ResetBreaker
             } else {
                 view! {
                     <div class="overflow-x-auto"><table class="w-full text-sm" data-testid="provider-health">
-                        <TableHead columns=&["Provider", "Cooling down", "Active", "Next back in"] />
+                        <TableHead columns=&["Provider", "Cooling down", "Connections", "Next back in"] />
                         <tbody>
                             {r
                                 .connection_health
@@ -283,6 +296,7 @@ fn BreakerTable(rows: Vec<BreakerInfo>, tick: RwSignal<u64>, reset: ServerAction
                         };
                         let last = b.last_failure.clone().unwrap_or_else(|| "—".into());
                         let provider = b.provider.clone();
+                        let reset_label = format!("Reset {}", b.provider);
                         view! {
                             <tr class="border-b border-slate-100" data-breaker=b.provider.clone()>
                                 <td class="p-2">{b.provider.clone()}</td>
@@ -297,7 +311,7 @@ fn BreakerTable(rows: Vec<BreakerInfo>, tick: RwSignal<u64>, reset: ServerAction
                                 <td class="p-2">
                                     <ActionForm action=reset>
                                         <input type="hidden" name="provider" value=provider />
-                                        <button type="submit" class=BUTTON>"Reset"</button>
+                                        <button type="submit" class=BUTTON aria-label=reset_label>"Reset"</button>
                                     </ActionForm>
                                 </td>
                             </tr>

@@ -8,7 +8,7 @@ use leptos_router::hooks::use_query_map;
 
 use crate::{
     api::{CreateKey, RevokeKey, get_connections, get_keys, take_new_key},
-    components::{CONFIRM_BUTTON, Confirm, LastError, Layout, LoadFailed, Loading, TableHead},
+    components::{CONFIRM_BUTTON, Confirm, FieldNote, FormErrors, LastError, Layout, LoadFailed, Loading, TableHead},
     format::timestamp,
     types::{ApiKeyView, ConnectionView, CreatedApiKey, Scope},
 };
@@ -29,6 +29,7 @@ pub fn KeysPage() -> impl IntoView {
     let keys = Resource::new(move || (create.version().get(), revoke.version().get()), |_| get_keys());
     let connections = Resource::new(|| (), |_| get_connections());
     let stashed = stashed_new_key();
+    let errors = FormErrors::of("create-key", create);
     view! {
         <Layout title="API keys">
             {LastError::default().track(create).track(revoke).view()}
@@ -47,7 +48,7 @@ pub fn KeysPage() -> impl IntoView {
                         Err(e) => return view! { <LoadFailed error=e.to_string() /> }.into_any(),
                     };
                     view! {
-                        <CreateForm create connections=connections.clone() />
+                        <CreateForm create errors connections=connections.clone() />
                         <KeyTable keys=list connections revoke />
                     }
                         .into_any()
@@ -73,7 +74,7 @@ pub fn stashed_new_key() -> Resource<Option<CreatedApiKey>> {
 }
 
 #[component]
-fn CreateForm(create: ServerAction<CreateKey>, connections: Vec<ConnectionView>) -> impl IntoView {
+fn CreateForm(create: ServerAction<CreateKey>, errors: FormErrors, connections: Vec<ConnectionView>) -> impl IntoView {
     let choices = if connections.is_empty() {
         view! { <p class="text-sm text-slate-500">"No connections yet: the key may use every connection added later."</p> }
             .into_any()
@@ -97,9 +98,17 @@ fn CreateForm(create: ServerAction<CreateKey>, connections: Vec<ConnectionView>)
             <ActionForm action=create attr:class="flex flex-col gap-3" attr:data-testid="create-key">
                 <label class="flex flex-col text-sm max-w-sm">
                     "Name"
-                    <input name="name" required maxlength="100" class="border border-slate-300 rounded-md px-2 py-1" />
+                    <input
+                        name="name"
+                        required
+                        maxlength="100"
+                        class="border border-slate-300 rounded-md px-2 py-1"
+                        aria-invalid=errors.invalid("name")
+                        aria-describedby=errors.described_by("name")
+                    />
+                    <FieldNote errors field="name" />
                 </label>
-                <fieldset class="text-sm">
+                <fieldset class="text-sm" aria-describedby=errors.described_by("scopes")>
                     <legend class="font-medium">"Scopes"</legend>
                     {Scope::ALL
                         .into_iter()
@@ -118,13 +127,15 @@ fn CreateForm(create: ServerAction<CreateKey>, connections: Vec<ConnectionView>)
                             }
                         })
                         .collect_view()}
+                    <FieldNote errors field="scopes" />
                 </fieldset>
-                <fieldset class="text-sm" data-testid="allowed-connections">
+                <fieldset class="text-sm" data-testid="allowed-connections" aria-describedby=errors.described_by("allowedConnections")>
                     <legend class="font-medium">"Allowed connections"</legend>
                     <p class="text-slate-500">
                         "Leave all unchecked to let the key use every connection. A lease:exclusive key must name its connections."
                     </p>
                     {choices}
+                    <FieldNote errors field="allowedConnections" />
                 </fieldset>
                 <div>
                     <button type="submit" class="px-3 py-1 rounded-md bg-indigo-600 text-white">

@@ -1,8 +1,10 @@
-//! `/logs`: recent upstream attempts, newest first, with connections by
-//! name and times relative to the answer (absolute on hover). Filters:
-//! provider, connection and model (case-insensitive substrings), status
-//! class and time window; older pages by a cursor. Refreshes itself every
-//! few seconds once hydrated (the first page only).
+//! `/logs`: recent upstream attempts and the requests the gateway refused
+//! itself, newest first, with connections by name and times relative to
+//! the answer (absolute on hover). Filters: provider, connection and model
+//! (case-insensitive substrings), status class and time window; older
+//! pages by a cursor. `?request=<id>` shows one request's attempt trail,
+//! oldest first. Refreshes itself every few seconds once hydrated (the
+//! first page only).
 
 use leptos::prelude::*;
 use leptos_router::{
@@ -12,7 +14,7 @@ use leptos_router::{
 
 use crate::{
     api::get_logs,
-    components::{Layout, LoadFailed, Loading, use_ticker},
+    components::{ErrorDetail, Layout, LoadFailed, Loading, use_ticker},
     format::{ago, query_escape, timestamp},
     types::{LOG_WINDOWS, LogList, LogRow, LogSearch, StatusClass},
 };
@@ -31,6 +33,7 @@ fn search_of(query: &leptos_router::params::ParamsMap) -> LogSearch {
         status: text("status").and_then(|s| StatusClass::parse(&s)),
         window: text("window"),
         before: text("before").and_then(|b| b.parse().ok()),
+        request: text("request"),
     }
 }
 
@@ -43,6 +46,7 @@ fn query_of(search: &LogSearch) -> String {
         ("status", search.status.map(|s| s.as_str().to_owned())),
         ("window", search.window.clone()),
         ("before", search.before.map(|b| b.to_string())),
+        ("request", search.request.clone()),
     ];
     pairs.into_iter().filter_map(|(k, v)| v.map(|v| format!("{k}={}", query_escape(&v)))).collect::<Vec<_>>().join("&")
 }
@@ -55,11 +59,15 @@ pub fn LogsPage() -> impl IntoView {
     // Older pages stay put; the first page follows new requests.
     let logs = Resource::new(
         move || (search.get(), if search.with(|s| s.before.is_none()) { tick.get() } else { 0 }),
-        |(s, _)| get_logs(s.provider, s.connection, s.model, s.status, s.window, s.before),
+        |(s, _)| get_logs(s.provider, s.connection, s.model, s.status, s.window, s.before, s.request),
     );
+    let trail = move || search.with(|s| s.request.clone());
     view! {
-        <Layout title="Logs" summary="Every upstream attempt, newest first.">
-            <Filters search />
+        <Layout title="Logs" summary="Every upstream attempt and every request the gateway refused itself, newest first.">
+            {move || match trail() {
+                Some(id) => view! { <TrailHeading id /> }.into_any(),
+                None => view! { <Filters search /> }.into_any(),
+            }}
             <Transition fallback=Loading>
                 {move || Suspend::new(async move {
                     match logs.await {
@@ -69,6 +77,19 @@ pub fn LogsPage() -> impl IntoView {
                 })}
             </Transition>
         </Layout>
+    }
+}
+
+#[component]
+fn TrailHeading(id: String) -> impl IntoView {
+    view! {
+        <div class="mb-4">
+            <a href="/logs" class="text-sm text-indigo-700">"← All requests"</a>
+            <h2 class="text-lg font-semibold mt-1" data-testid="trail-heading">
+                "Attempt trail of request " <code class="text-base">{id}</code>
+            </h2>
+            <p class="text-sm text-slate-600">"Every attempt this request made, oldest first: the connection, what it answered, why the gateway moved on, and how long it took."</p>
+        </div>
     }
 }
 
@@ -125,6 +146,7 @@ fn LogTable(list: LogList, search: LogSearch) -> impl IntoView {
     }
     let older =
         list.older.map(|before| format!("/logs?{}", query_of(&LogSearch { before: Some(before), ..search.clone() })));
+    let in_trail = search.request.is_some();
     let newest = search.before.is_some().then(|| format!("/logs?{}", query_of(&LogSearch { before: None, ..search })));
     let now = list.generated_at;
     view! {
@@ -138,9 +160,10 @@ fn LogTable(list: LogList, search: LogSearch) -> impl IntoView {
                     <th class="p-2">"Latency"</th>
                     <th class="p-2">"Tokens in/out"</th>
                     <th class="p-2">"Error"</th>
+                    {(!in_trail).then(|| view! { <th class="p-2">"Trail"</th> })}
                 </tr>
             </thead>
-            <tbody>{list.logs.into_iter().map(|r| view! { <LogLine r now /> }).collect_view()}</tbody>
+            <tbody>{list.logs.into_iter().map(|r| view! { <LogLine r now in_trail /> }).collect_view()}</tbody>
         </table></div>
         <nav class="flex gap-4 mt-3 text-sm" aria-label="Pages">
             {newest.map(|href| view! { <a href=href class="text-indigo-700">"← Newest"</a> })}
@@ -151,31 +174,44 @@ fn LogTable(list: LogList, search: LogSearch) -> impl IntoView {
 }
 
 #[component]
-fn LogLine(r: LogRow, now: i64) -> impl IntoView {
+fn LogLine(r: LogRow, now: i64, in_trail: bool) -> impl IntoView {
     let tokens = format!(
         "{} / {}",
         r.prompt_tokens.map_or("–".into(), |t| t.to_string()),
         r.completion_tokens.map_or("–".into(), |t| t.to_string())
     );
-    let error = r.error_kind.map(|k| format!("{k}: {}", r.error_message.unwrap_or_default())).unwrap_or_default();
     let latency = match r.ttfb_ms {
         Some(t) => format!("{} ms (first byte {t} ms)", r.latency_ms),
         None => format!("{} ms", r.latency_ms),
     };
     let connection = match (r.connection_name, r.connection_id) {
-        (Some(name), _) => name,
-        (None, Some(_)) => "(deleted)".to_owned(),
-        (None, None) => "—".to_owned(),
+        (Some(name), _) => name.into_any(),
+        (None, Some(_)) => "(deleted)".into_any(),
+        (None, None) if r.refused => view! { <span class="text-amber-800">"refused by the gateway"</span> }.into_any(),
+        (None, None) => "—".into_any(),
     };
+    let target = match (r.provider.is_empty(), r.model.is_empty()) {
+        (false, _) => format!("{}/{}", r.provider, r.model),
+        (true, false) => r.model,
+        (true, true) => "—".to_owned(),
+    };
+    let trail = (!in_trail).then(|| {
+        let label = format!("Attempt trail of request {}", r.request_id);
+        let href = format!("/logs?request={}", query_escape(&r.request_id));
+        view! { <td class="p-2"><a href=href aria-label=label class="text-indigo-700 whitespace-nowrap">"Attempts"</a></td> }
+    });
     view! {
-        <tr class="border-b border-slate-100" data-request-id=r.request_id>
+        <tr class="border-b border-slate-100" data-request-id=r.request_id.clone() data-refused=r.refused.then_some("true")>
             <td class="p-2 whitespace-nowrap" title=format!("{} UTC", timestamp(r.timestamp))>{ago(now - r.timestamp)}</td>
-            <td class="p-2">{format!("{}/{}", r.provider, r.model)}{if r.stream { " (stream)" } else { "" }}</td>
+            <td class="p-2">{target}{if r.stream { " (stream)" } else { "" }}</td>
             <td class="p-2" data-testid="log-connection">{connection}</td>
             <td class="p-2" data-testid="log-status">{r.status}</td>
             <td class="p-2">{latency}</td>
             <td class="p-2">{tokens}</td>
-            <td class="p-2 text-xs text-red-800">{error}</td>
+            <td class="p-2 text-xs text-red-800" data-testid="log-error">
+                {r.error_kind.map(|kind| view! { <ErrorDetail text=format!("{kind}: {}", r.error_message.unwrap_or_default()) /> })}
+            </td>
+            {trail}
         </tr>
     }
 }

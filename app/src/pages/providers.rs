@@ -9,8 +9,8 @@ use crate::{
         get_connections, get_health, get_rate_limits,
     },
     components::{
-        BUTTON, CONFIRM_BUTTON, Confirm, LastError, Layout, LoadFailed, Loading, REFRESH_TICKS, StatusBadge,
-        reset_on_success, use_ticker,
+        BUTTON, CONFIRM_BUTTON, Confirm, ErrorDetail, FieldNote, FormErrors, LastError, Layout, LoadFailed, Loading,
+        REFRESH_TICKS, StatusBadge, reset_on_success, use_ticker,
     },
     types::{
         CatalogEntry, ConnectionList, ConnectionView, RateLimitOverrides, format_model_concurrency,
@@ -151,6 +151,7 @@ pub fn ProvidersPage() -> impl IntoView {
     let actions = RowActions { edit, toggle, delete, test };
     let add_form = NodeRef::<leptos::html::Form>::new();
     reset_on_success(add, add_form);
+    let errors = FormErrors::of("add", add);
     view! {
         <Layout title="Providers">
             {LastError::default().track(add).track(edit).track(toggle).track(delete).track(test).view()}
@@ -169,19 +170,23 @@ pub fn ProvidersPage() -> impl IntoView {
                     </label>
                     <label class="flex flex-col text-sm">
                         "Name"
-                        <input name="name" required class=INPUT />
+                        <input name="name" required class=INPUT aria-invalid=errors.invalid("name") aria-describedby=errors.described_by("name") />
+                        <FieldNote errors field="name" />
                     </label>
                     <label class="flex flex-col text-sm">
                         "API key"
-                        <input name="api_key" type="password" autocomplete="off" class=INPUT />
+                        <input name="api_key" type="password" autocomplete="off" class=INPUT aria-invalid=errors.invalid("apiKey") aria-describedby=errors.described_by("apiKey") />
+                        <FieldNote errors field="apiKey" />
                     </label>
                     <label class="flex flex-col text-sm">
                         "Base URL (optional)"
-                        <input name="base_url" placeholder="https://…" class=INPUT />
+                        <input name="base_url" placeholder="https://…" class=INPUT aria-invalid=errors.invalid("baseUrl") aria-describedby=errors.described_by("baseUrl") />
+                        <FieldNote errors field="baseUrl" />
                     </label>
                     <label class="flex flex-col text-sm">
                         "Priority"
-                        <input name="priority" type="number" min="0" value="0" class=format!("{INPUT} w-20") />
+                        <input name="priority" type="number" min="0" value="0" class=format!("{INPUT} w-20") aria-invalid=errors.invalid("priority") aria-describedby=errors.described_by("priority") />
+                        <FieldNote errors field="priority" />
                     </label>
                     <button type="submit" class="px-3 py-1 rounded-md bg-indigo-600 text-white">
                         "Add"
@@ -270,16 +275,22 @@ fn CatalogTable(entries: Vec<CatalogEntry>) -> impl IntoView {
 fn TestResult(test: ServerAction<TestConnection>) -> impl IntoView {
     move || {
         test.value().get().and_then(|r| r.ok()).map(|r| {
-            let text = if r.ok {
-                format!("Test passed: HTTP {} in {} ms, {} model(s).", r.status, r.latency_ms, r.models.len())
-            } else {
-                format!("Test failed: {}", r.error.unwrap_or_default())
-            };
-            view! {
-                <p role="status" data-testid="test-result" class="mb-4 p-3 rounded-md bg-slate-100">
-                    {text}
-                </p>
+            if r.ok {
+                let text = format!("Test passed: HTTP {} in {} ms, {} model(s).", r.status, r.latency_ms, r.models.len());
+                return view! {
+                    <p role="status" data-testid="test-result" data-ok="true" class="mb-4 p-3 rounded-md bg-green-100 text-green-800">
+                        {text}
+                    </p>
+                }
+                .into_any();
             }
+            let why = r.error.unwrap_or_else(|| format!("HTTP {}", r.status));
+            view! {
+                <div role="alert" data-testid="test-result" data-ok="false" class="mb-4 p-3 rounded-md bg-red-100 text-red-800">
+                    "Test failed: " <ErrorDetail text=why />
+                </div>
+            }
+            .into_any()
         })
     }
 }
@@ -326,10 +337,15 @@ fn ConnectionTable(rows: Vec<ConnectionView>, actions: RowActions, live: Live, b
 fn ConnectionRow(c: ConnectionView, actions: RowActions, live: Live, badges: Badges) -> impl IntoView {
     let load = load_text(&c, &live);
     let protection = protection_text(&c, &live);
-    let last_test = match (&c.test_status, &c.last_error) {
-        (Some(s), Some(e)) => format!("{s}: {e}"),
-        (Some(s), None) => s.clone(),
-        (None, _) => "never".to_owned(),
+    let last_test = match (c.test_status.as_deref(), c.last_error.clone()) {
+        (Some("ok"), _) => view! { <span class="text-green-800">"passed"</span> }.into_any(),
+        (Some(_), error) => view! {
+            <span class="text-red-800 font-medium" data-failed="">"failed"</span>
+            {error.map(|text| view! { <div class="text-red-800"><ErrorDetail text /></div> })}
+        }
+        .into_any(),
+        (None, Some(text)) => view! { "never · last error: " <ErrorDetail text /> }.into_any(),
+        (None, None) => "never".into_any(),
     };
     let active = c.is_active;
     // A saved edit folds its form away again (in the browser: see `LastError::track`).

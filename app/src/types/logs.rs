@@ -1,4 +1,5 @@
-//! One row of the request log (`proxy_logs`): one upstream attempt.
+//! One row of the request log (`proxy_logs`): one upstream attempt, or a
+//! request the gateway refused itself.
 
 use serde::{Deserialize, Serialize};
 
@@ -28,6 +29,11 @@ pub struct LogRow {
     pub error_message: Option<String>,
     /// The local address the attempt left from (SPEC §R7's egress IP).
     pub egress_ip: Option<String>,
+    /// The gateway answered without calling any upstream (breaker open,
+    /// every connection cooling, queue full, bad key, unknown model, …);
+    /// `errorKind` holds the code the client got.
+    #[serde(default)]
+    pub refused: bool,
 }
 
 /// `GET /api/logs` answer.
@@ -108,6 +114,9 @@ pub struct LogSearch {
     pub window: Option<String>,
     /// Only rows older than this cursor (from [`LogList::older`]).
     pub before: Option<i64>,
+    /// One request's rows only, oldest first: its attempt trail.
+    #[serde(default)]
+    pub request: Option<String>,
 }
 
 impl LogSearch {
@@ -119,6 +128,7 @@ impl LogSearch {
             || self.model.is_some()
             || self.status.is_some()
             || self.window.is_some()
+            || self.request.is_some()
     }
 
     /// The window's length in ms, if one is set and known.

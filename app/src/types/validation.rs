@@ -16,6 +16,56 @@ impl FieldError {
     }
 }
 
+/// The dashboard's label of a field, by its JSON path or the path's
+/// first segment.
+const LABELS: [(&str, &str); 16] = [
+    ("name", "Name"),
+    ("provider", "Provider"),
+    ("apiKey", "API key"),
+    ("baseUrl", "Base URL"),
+    ("priority", "Priority"),
+    ("maxConcurrent", "Max concurrent"),
+    ("modelConcurrency", "Per-model limits"),
+    ("rateLimitOverrides", "Limits"),
+    ("protection", "Rate-limit protection"),
+    ("scopes", "Scopes"),
+    ("allowedConnections", "Allowed connections"),
+    ("targets", "Targets"),
+    ("strategy", "Strategy"),
+    ("alias", "Alias"),
+    ("model", "Model"),
+    ("config", "Settings"),
+];
+
+/// How the dashboard names a field in a message: its label ("Base URL"),
+/// a nested path after its first segment's label ("Targets
+/// (targets[1].model)"), or the path itself when it has no label.
+pub fn field_label(field: &str) -> String {
+    let label = |key: &str| LABELS.iter().find(|(k, _)| *k == key).map(|(_, l)| *l);
+    if let Some(l) = label(field) {
+        return l.to_owned();
+    }
+    match field.split(['.', '[']).next().and_then(label) {
+        Some(l) => format!("{l} ({field})"),
+        None => field.to_owned(),
+    }
+}
+
+/// "Label: message".
+impl std::fmt::Display for FieldError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", field_label(&self.field), self.message)
+    }
+}
+
+/// The message a refusal gives for `field`, if it names it: the text is
+/// [`FieldError`]s displayed and joined by "; " (how the server refuses a
+/// form), so the form can show each message at its input.
+pub fn message_for(text: &str, field: &str) -> Option<String> {
+    let prefix = format!("{}: ", field_label(field));
+    text.split("; ").find_map(|part| part.strip_prefix(&prefix)).map(str::to_owned)
+}
+
 /// Collects field errors while a validator walks its input.
 #[derive(Debug, Default)]
 pub struct Errors(pub Vec<FieldError>);
@@ -78,6 +128,24 @@ impl Errors {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refusal_reads_in_labels_and_splits_back_by_field() {
+        let errors = [
+            FieldError::new("baseUrl", "must be an absolute http:// or https:// URL"),
+            FieldError::new("targets[1].model", "unknown provider"),
+            FieldError::new("sessionAffinityTtlMs", "must be between 0 and 86400000"),
+        ];
+        let text = errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ");
+        assert_eq!(
+            text,
+            "Base URL: must be an absolute http:// or https:// URL; Targets (targets[1].model): unknown provider; \
+             sessionAffinityTtlMs: must be between 0 and 86400000"
+        );
+        assert_eq!(message_for(&text, "baseUrl").as_deref(), Some("must be an absolute http:// or https:// URL"));
+        assert_eq!(message_for(&text, "targets[1].model").as_deref(), Some("unknown provider"));
+        assert_eq!(message_for(&text, "name"), None);
+    }
 
     fn fields(check: impl FnOnce(&mut Errors)) -> Vec<String> {
         let mut e = Errors::default();

@@ -1,4 +1,5 @@
-//! `GET /api/logs?limit&provider&status&since` (newest first).
+//! `GET /api/logs?limit&provider&status&since&requestId` (newest first;
+//! one request's attempt trail oldest first).
 
 use app::types::{FieldError, LogList};
 use axum::{
@@ -23,6 +24,9 @@ pub struct LogQuery {
     status: Option<i32>,
     /// Epoch ms.
     since: Option<i64>,
+    /// One request's rows, oldest first (its attempt trail).
+    #[serde(rename = "requestId")]
+    request_id: Option<String>,
 }
 
 pub async fn list(
@@ -39,6 +43,7 @@ pub async fn list(
         provider: q.provider.filter(|p| !p.is_empty()),
         status: q.status,
         since: q.since,
+        request_id: q.request_id.filter(|r| !r.is_empty()),
         ..Default::default()
     };
     Ok(Json(logs::list(&state, filter).await?))

@@ -45,6 +45,7 @@ pub fn router(state: &Arc<AppState>) -> Router<Arc<AppState>> {
         .route("/api/resilience/cooldowns", get(monitoring::cooldowns).post(monitoring::clear_cooldowns))
         .route("/api/resilience/connections", get(monitoring::connections))
         .route("/api/monitoring/health", get(monitoring::health).delete(monitoring::reset_all))
+        .route("/api/monitoring/traffic", get(monitoring::traffic))
         .layer(from_fn_with_state(state.clone(), require_admin));
     Router::new()
         .route("/api/auth/login", post(auth::login))

@@ -1,12 +1,14 @@
 //! Monitoring and resilience management routes (SPEC §R1–§R3):
 //! `GET|DELETE /api/monitoring/health`, `POST /api/resilience/reset`,
 //! `GET|DELETE /api/resilience/model-cooldowns`,
-//! `GET|POST /api/resilience/cooldowns`, `GET /api/resilience/connections`.
+//! `GET|POST /api/resilience/cooldowns`, `GET /api/resilience/connections`,
+//! `GET /api/monitoring/traffic?window=1h|24h`.
 
 use app::types::monitoring::{
     ClearCooldowns, ClearCooldownsResult, ClearModelCooldowns, ConnectionStates, CooldownList, HealthReport,
     ModelCooldownList, ResetBreakers, ResetResult,
 };
+use app::types::traffic::TrafficReport;
 use axum::{
     Json,
     extract::{Query, State},
@@ -19,7 +21,10 @@ use super::{
     error::ApiError,
     json::{OptionalJson, StrictJson},
 };
-use crate::{services::monitoring, state::AppState};
+use crate::{
+    services::{self, monitoring},
+    state::AppState,
+};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -68,6 +73,21 @@ pub async fn clear_cooldowns(
     StrictJson(body): StrictJson<ClearCooldowns>,
 ) -> Result<Json<ClearCooldownsResult>, ApiError> {
     Ok(Json(monitoring::clear_cooldowns(&state, &body).await?))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WindowQuery {
+    window: Option<String>,
+}
+
+/// `?window=1h|24h`: Health's traffic charts.
+pub async fn traffic(
+    State(state): State<Arc<AppState>>,
+    q: Result<Query<WindowQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<TrafficReport>, ApiError> {
+    let Query(q) = q.map_err(|e| ApiError::Invalid(vec![app::types::FieldError::new("query", e.body_text())]))?;
+    Ok(Json(services::traffic::report(&state, q.window.as_deref())?))
 }
 
 pub async fn connections(

@@ -27,6 +27,8 @@ pub struct LogFilter {
     pub status_class: Option<StatusClass>,
     /// Only rows older than this id (the next page).
     pub before_id: Option<i64>,
+    /// One client request's rows, oldest first (its attempt trail).
+    pub request_id: Option<String>,
 }
 
 /// `lower(column) LIKE '%text%'`, with the text's own `%`, `_` and `\`
@@ -72,7 +74,7 @@ pub async fn insert_batch(db: &DatabaseConnection, mut rows: Vec<proxy_log::Acti
     txn.commit().await
 }
 
-/// Newest first.
+/// Newest first; a request's trail oldest first.
 pub async fn list(db: &DatabaseConnection, f: &LogFilter) -> Result<Vec<LogRecord>, DbErr> {
     let mut q = proxy_log::Entity::find();
     if let Some(p) = &f.provider {
@@ -99,6 +101,14 @@ pub async fn list(db: &DatabaseConnection, f: &LogFilter) -> Result<Vec<LogRecor
     if let Some(before) = f.before_id {
         q = q.filter(proxy_log::Column::Id.lt(before));
     }
+    if let Some(id) = &f.request_id {
+        return q
+            .filter(proxy_log::Column::RequestId.eq(id.as_str()))
+            .order_by_asc(proxy_log::Column::Id)
+            .limit(f.limit)
+            .all(db)
+            .await;
+    }
     q.order_by_desc(proxy_log::Column::Id).limit(f.limit).all(db).await
 }
 
@@ -118,6 +128,17 @@ pub async fn recent_egress(db: &DatabaseConnection, since: i64) -> Result<Vec<(S
         .group_by(proxy_log::Column::ConnectionId)
         .group_by(proxy_log::Column::EgressIp)
         .into_tuple()
+        .all(db)
+        .await
+}
+
+/// The upstream attempts since `since` (epoch ms), for the traffic
+/// rollup at start: an indexed range read, once.
+pub async fn recent_attempts(db: &DatabaseConnection, since: i64) -> Result<Vec<LogRecord>, DbErr> {
+    proxy_log::Entity::find()
+        .filter(proxy_log::Column::CreatedAt.gte(since))
+        .filter(proxy_log::Column::Refused.eq(false))
+        .filter(proxy_log::Column::ConnectionId.is_not_null())
         .all(db)
         .await
 }

@@ -1,7 +1,7 @@
 //! The guard of `/v1/*`: a client key with the `inference` scope, or
 //! anonymous local use (`proxy::anonymous`) while no key exists or
 //! `requireApiKey` is off. Refusals come in the envelope of the endpoint's
-//! protocol.
+//! protocol, and each is a row of the request log.
 
 use app::types::Scope;
 use axum::{
@@ -11,12 +11,18 @@ use axum::{
 };
 use std::sync::Arc;
 
-use super::{anonymous, errors::ProxyError, route::client_protocol};
+use super::{
+    anonymous,
+    context::RequestId,
+    errors::{ProxyError, log_refused},
+    route::client_protocol,
+};
 use crate::{
     auth::{
         api_keys::KeyEntry,
         identity::{peer_ip, presented_key},
     },
+    request_log::request_row,
     state::AppState,
 };
 
@@ -24,7 +30,12 @@ use crate::{
 /// [`KeyEntry`] so dispatch can honour `allowedConnections`. Refusals come
 /// in the envelope of the endpoint's protocol.
 pub async fn require_client_key(State(state): State<Arc<AppState>>, mut req: Request, next: Next) -> Response {
-    let refused = |e: ProxyError, req: &Request| e.into_response_as(client_protocol(req.uri().path()).0);
+    let refused = |e: ProxyError, req: &Request| {
+        let (protocol, endpoint) = client_protocol(req.uri().path());
+        let request_id = req.extensions().get::<RequestId>().map_or("", |id| id.0.as_str());
+        log_refused(&state, request_row(request_id, endpoint, false), &e);
+        e.into_response_as(protocol)
+    };
     let key = presented_key(req.headers());
     if let Some(entry) = key.and_then(|k| state.keys.lookup(k)) {
         if !entry.has(Scope::Inference) {

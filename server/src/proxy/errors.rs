@@ -14,7 +14,7 @@ use serde_json::json;
 use app::types::Protocol;
 
 use super::context::SELECTED_CONNECTION;
-use crate::protocols::gemini_inbound;
+use crate::{protocols::gemini_inbound, request_log::AttemptRecord, state::AppState};
 
 #[derive(Debug, Clone)]
 pub struct ProxyError {
@@ -183,6 +183,19 @@ fn anthropic_type(status: StatusCode) -> &'static str {
         504 => "timeout_error",
         _ => "api_error",
     }
+}
+
+/// Writes the log row of a request the gateway refused itself, without
+/// calling any upstream: `row` (who asked, for what) with the status and
+/// code the client gets.
+pub fn log_refused(state: &AppState, row: AttemptRecord, e: &ProxyError) {
+    state.logs.record(AttemptRecord {
+        status: i32::from(e.status.as_u16()),
+        error_kind: Some(e.code.to_owned()),
+        error_message: Some(e.message.clone()),
+        refused: true,
+        ..row
+    });
 }
 
 #[cfg(test)]

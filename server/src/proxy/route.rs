@@ -30,6 +30,7 @@ use super::{
 };
 use crate::{
     auth::api_keys::KeyEntry,
+    request_log::AttemptRecord,
     routing::{
         registry::Snapshot,
         resolve::{ResolveError, Target, resolve},
@@ -154,7 +155,9 @@ async fn planned(state: &Arc<AppState>, req: &ClientRequest, inbound: &Inbound<'
         // fusion and pipeline make several calls of their own.
         Some(combo) if multi::runs(combo.strategy) => return multi::serve(state, req, inbound, combo).await,
         Some(combo) => Plan::combo(combo, &snapshot, state, inbound.key, req.session()),
-        None => Plan::single(resolved(model, &snapshot)?, None),
+        None => {
+            Plan::single(resolved(model, &snapshot).map_err(|e| unknown_model(state, req, inbound, model, e))?, None)
+        }
     };
     let alias = aliased.is_some().then_some(req.model.as_str());
     let Some(relay) = plan.combo.clone().filter(|c| c.strategy == Strategy::ContextRelay) else {
@@ -181,6 +184,23 @@ pub async fn serve_member(
     let snapshot = state.connections.snapshot();
     let plan = Plan::single(resolved(&member.model, &snapshot)?, member.connection_id.clone());
     serve_plan(state, req, inbound, &snapshot, &plan, None, None).await
+}
+
+/// A model that names no target: the answer, logged as a refusal (a typo
+/// in an agent's settings shows on the Logs page).
+fn unknown_model(
+    state: &AppState,
+    req: &ClientRequest,
+    inbound: &Inbound<'_>,
+    model: &str,
+    e: ProxyError,
+) -> ProxyError {
+    let row = AttemptRecord {
+        model: model.to_owned(),
+        ..crate::request_log::request_row(inbound.request_id, inbound.endpoint, req.stream)
+    };
+    super::errors::log_refused(state, row, &e);
+    e
 }
 
 /// The one target a model names.

@@ -25,6 +25,7 @@ use std::{
 
 use super::{
     breaker::{Breaker, BreakerConfig, BreakerState},
+    breaker_history::BreakerHistory,
     classify::Verdict,
     clock::Clock,
     connection_health::{ConnectionHealth, TerminalStatus},
@@ -39,10 +40,20 @@ pub const NETWORK_ERROR_DEDUP_MS: i64 = 5_000;
 
 pub use crate::resilience_store::Change;
 
+#[derive(Default)]
 struct ProviderSlot {
     breaker: Mutex<Breaker>,
     /// CLOSED with no failures: nothing to check or record.
     quiet: AtomicBool,
+    /// The breaker's recent state changes (for Health's breaker band).
+    history: Mutex<BreakerHistory>,
+}
+
+impl ProviderSlot {
+    /// Notes the breaker's state after a change or a refresh.
+    fn noted(&self, now: i64, b: &Breaker) {
+        self.history.lock().note(now, b.stored_state());
+    }
 }
 
 struct ConnectionSlot {
@@ -133,6 +144,8 @@ pub struct Engine {
     windows_used: AtomicBool,
     egress: EgressMap,
     changes: Option<tokio::sync::mpsc::UnboundedSender<Change>>,
+    /// When this engine started (its clock), where breaker history begins.
+    started_ms: i64,
 }
 
 /// The §R1.1 window profile of a provider class.
@@ -158,7 +171,6 @@ impl Engine {
     /// An engine whose changes go to `changes` (the persistence writer).
     pub fn new(clock: Arc<dyn Clock>, changes: Option<tokio::sync::mpsc::UnboundedSender<Change>>) -> Self {
         Self {
-            clock,
             providers: DashMap::new(),
             connections: DashMap::new(),
             lockouts: Mutex::default(),
@@ -166,7 +178,9 @@ impl Engine {
             windows: Mutex::default(),
             windows_used: AtomicBool::new(false),
             egress: EgressMap::default(),
+            started_ms: clock.now_ms(),
             changes,
+            clock,
         }
     }
 
@@ -184,7 +198,7 @@ impl Engine {
         if let Some(slot) = self.providers.get(provider) {
             return slot.clone();
         }
-        let slot = Arc::new(ProviderSlot { breaker: Mutex::default(), quiet: AtomicBool::new(true) });
+        let slot = Arc::new(ProviderSlot { quiet: AtomicBool::new(true), ..ProviderSlot::default() });
         self.providers.entry(provider.to_owned()).or_insert(slot).clone()
     }
 
@@ -204,6 +218,7 @@ impl Engine {
     pub fn restore_breaker(&self, provider: &str, breaker: Breaker) {
         let slot = self.provider(provider);
         let quiet = breaker == Breaker::default();
+        slot.noted(self.now(), &breaker);
         *slot.breaker.lock() = breaker;
         slot.quiet.store(quiet, Ordering::Release);
     }
@@ -235,9 +250,11 @@ impl Engine {
             .map(|e| {
                 let cfg = breaker_config(settings, category_of(e.key()));
                 let mut b = e.value().breaker.lock();
+                let state = b.state(&cfg, now);
+                e.value().noted(now, &b);
                 BreakerView {
                     provider: e.key().clone(),
-                    state: b.state(&cfg, now),
+                    state,
                     failure_count: b.failure_count(),
                     last_failure_at: b.last_failure_at(),
                     retry_after_ms: b.retry_after_ms(&cfg, now),
@@ -254,6 +271,7 @@ impl Engine {
         let cfg = breaker_config(settings, category);
         let mut b = slot.breaker.lock();
         b.on_connection_test_passed(&cfg, self.now());
+        slot.noted(self.now(), &b);
         let quiet = *b == Breaker::default();
         slot.quiet.store(quiet, Ordering::Release);
         self.emit(Change::Breaker(provider.to_owned(), b.clone()));
@@ -267,11 +285,21 @@ impl Engine {
             if *b != Breaker::default() {
                 n += 1;
                 *b = Breaker::default();
+                e.value().noted(self.now(), &b);
                 e.value().quiet.store(true, Ordering::Release);
                 self.emit(Change::Breaker(e.key().clone(), b.clone()));
             }
         }
         n
+    }
+
+    /// The breaker of `provider` over `from..to` (epoch ms), as far as
+    /// this process saw it.
+    pub fn breaker_spans(&self, provider: &str, from: i64, to: i64) -> Vec<app::types::traffic::BreakerSpan> {
+        match self.providers.get(provider) {
+            Some(slot) => slot.history.lock().spans(from, to, self.started_ms),
+            None => BreakerHistory::default().spans(from, to, self.started_ms),
+        }
     }
 
     /// Opens the §R1.1 window gate for one provider (or all).

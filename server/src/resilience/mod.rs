@@ -3,6 +3,7 @@
 //! caller; knobs come from [`settings::SettingsHandle`].
 
 pub mod breaker;
+pub mod breaker_history;
 pub mod classify;
 pub mod clock;
 pub mod concurrency;

@@ -41,6 +41,7 @@ pub async fn list(state: &AppState, filter: repo::LogFilter) -> Result<LogList, 
             error_kind: r.error_kind,
             error_message: r.error_message,
             egress_ip: r.egress_ip,
+            refused: r.refused,
         })
         .collect();
     Ok(LogList { logs, generated_at: now_ms(), older })
@@ -64,6 +65,7 @@ pub async fn search(state: &AppState, s: LogSearch, limit: u64) -> Result<LogLis
         connection_ids,
         status_class: s.status,
         before_id: s.before,
+        request_id: s.request,
         ..Default::default()
     };
     list(state, filter).await

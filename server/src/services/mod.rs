@@ -14,6 +14,7 @@ pub mod rate_limits;
 pub mod resilience;
 pub mod sign_in;
 pub mod status;
+pub mod traffic;
 
 use app::types::FieldError;
 

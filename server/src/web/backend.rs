@@ -14,6 +14,7 @@ use app::{
         onboarding::GetStarted,
         rate_limits::{RateLimitList, RateLimitProtectionSet, SetRateLimitProtection},
         settings::{ResilienceSettings, ResilienceView},
+        traffic::TrafficReport,
     },
 };
 use parking_lot::Mutex;
@@ -190,6 +191,10 @@ impl Backend for WebBackend {
 
     async fn health(&self) -> HealthReport {
         services::monitoring::health(&self.state).await
+    }
+
+    fn traffic(&self, window: Option<&str>) -> BackendResult<TrafficReport> {
+        services::traffic::report(&self.state, window).map_err(err)
     }
 
     fn reset_breakers(&self, provider: Option<&str>) -> ResetResult {

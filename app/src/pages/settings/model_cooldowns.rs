@@ -54,6 +54,8 @@ fn LockTable(items: Vec<ModelCooldown>, tick: RwSignal<u64>, clear: ServerAction
                     .map(|m| {
                         let [provider, connection, model, key] =
                             [m.provider.clone(), m.connection_id.clone(), m.model.clone(), m.model.clone()];
+                        let on = m.connection_name.as_deref().unwrap_or("its connection");
+                        let label = format!("Re-enable {} on {on}", m.model);
                         view! {
                             <tr class="border-b border-slate-100" data-model=key>
                                 <td class="p-2">{m.provider}</td>
@@ -69,7 +71,7 @@ fn LockTable(items: Vec<ModelCooldown>, tick: RwSignal<u64>, clear: ServerAction
                                         <input type="hidden" name="provider" value=provider />
                                         <input type="hidden" name="connection" value=connection />
                                         <input type="hidden" name="model" value=model />
-                                        <button type="submit" class=BUTTON>"Re-enable"</button>
+                                        <button type="submit" class=BUTTON aria-label=label>"Re-enable"</button>
                                     </ActionForm>
                                 </td>
                             </tr>

@@ -22,6 +22,8 @@ pub struct Model {
     pub error_kind: Option<String>,
     pub error_message: Option<String>,
     pub egress_ip: Option<String>,
+    /// The gateway answered without calling any upstream.
+    pub refused: bool,
 }
 
 impl ActiveModelBehavior for ActiveModel {}

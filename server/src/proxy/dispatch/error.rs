@@ -73,7 +73,8 @@ impl Trail {
 
 #[derive(Debug)]
 pub enum DispatchError {
-    /// The request cannot be sent to a target (its body does not translate).
+    /// The answer is known without (more) upstream calls: the body does
+    /// not translate, or nothing could be tried (already logged).
     Request(ProxyError),
     /// Nothing served a single-model request.
     Target(Trail),

@@ -50,7 +50,6 @@ use super::{
 };
 use crate::{
     auth::api_keys::KeyEntry,
-    db::now_ms,
     protocols::translate,
     request_log::AttemptRecord,
     resilience::{
@@ -268,7 +267,11 @@ pub async fn run(
                 let rate_limited = combo_wait::rate_limited_ms(state, snapshot, plan, &trail);
                 trail.rate_limited = rate_limited.map(|ms| (ms, state.engine.now() + i64::try_from(ms).unwrap_or(0)));
             }
-            return Err(DispatchError::exhausted(plan, trail));
+            return Err(if trail.tried.is_empty() {
+                refused(state, caller, plan, trail)
+            } else {
+                DispatchError::exhausted(plan, trail)
+            });
         };
         tracing::info!(
             request_id = caller.request_id,
@@ -615,15 +618,29 @@ fn lock_egress_siblings(
 /// The log row of a request to its target, before any connection is
 /// chosen (also the row of a request that gave up waiting for a cooldown).
 fn log_row(caller: &Caller<'_>, target: &Target) -> AttemptRecord {
-    AttemptRecord {
-        created_at: now_ms(),
-        request_id: caller.request_id.to_owned(),
-        endpoint: caller.endpoint.to_owned(),
-        provider: target.provider.id.to_owned(),
-        model: target.model.clone(),
-        stream: caller.stream,
-        ..AttemptRecord::default()
-    }
+    AttemptRecord { provider: target.provider.id.to_owned(), model: target.model.clone(), ..caller_row(caller) }
+}
+
+/// The log row of `caller`'s request, before a target is known.
+fn caller_row(caller: &Caller<'_>) -> AttemptRecord {
+    crate::request_log::request_row(caller.request_id, caller.endpoint, caller.stream)
+}
+
+/// A plan nothing could even be tried on (breaker open, every connection
+/// cooling or locked, no connection): the client's answer, logged as the
+/// gateway's own refusal — under the combo's name, or the single target.
+fn refused(state: &AppState, caller: &Caller<'_>, plan: &Plan, trail: Trail) -> DispatchError {
+    let row = match (&plan.combo, plan.targets.first()) {
+        (Some(combo), _) => AttemptRecord { model: combo.name.clone(), ..caller_row(caller) },
+        (None, Some(planned)) => match &planned.target {
+            Some(target) => log_row(caller, target),
+            None => AttemptRecord { model: planned.spec.clone(), ..caller_row(caller) },
+        },
+        (None, None) => caller_row(caller),
+    };
+    let e = ProxyError::from(DispatchError::exhausted(plan, trail));
+    super::errors::log_refused(state, row, &e);
+    DispatchError::Request(e)
 }
 
 #[cfg(test)]

@@ -89,6 +89,7 @@ impl Engine {
             let slot = self.provider(f.provider);
             let mut b = slot.breaker.lock();
             b.on_failure(cfg, now, classify::failure_kind(status, f.body));
+            slot.noted(now, &b);
             slot.quiet.store(false, Ordering::Release);
             self.emit(Change::Breaker(f.provider.to_owned(), b.clone()));
         }
@@ -153,6 +154,7 @@ impl Engine {
         if !pslot.quiet.load(Ordering::Acquire) {
             let mut b = pslot.breaker.lock();
             b.on_success(cfg, now);
+            pslot.noted(now, &b);
             let quiet = *b == Breaker::default();
             pslot.quiet.store(quiet, Ordering::Release);
             self.emit(Change::Breaker(provider.to_owned(), b.clone()));

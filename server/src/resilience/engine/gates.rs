@@ -39,7 +39,9 @@ impl Engine {
         }
         let now = self.now();
         let mut b = slot.breaker.lock();
-        if !b.try_acquire(cfg, now) {
+        let admitted = b.try_acquire(cfg, now);
+        slot.noted(now, &b);
+        if !admitted {
             return Err(b.retry_after_ms(cfg, now).max(1));
         }
         let probing = b.state(cfg, now) == BreakerState::HalfOpen;
