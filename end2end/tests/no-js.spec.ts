@@ -67,17 +67,18 @@ test('a settings card saves as a plain form post, and a refused value comes back
   await page.goto('/settings/resilience');
   const card = page.locator('[data-card="session-affinity"]');
   await card.getByText('Edit', { exact: true }).click();
-  await card.getByLabel('Pin lifetime (ms)').fill('7200000');
+  // A duration may be typed with its unit, also without JS.
+  await card.getByLabel('Pin lifetime (ms)').fill('2 h');
   await card.getByRole('button', { name: 'Save' }).click();
   await expect(page).toHaveURL(/\/settings\/resilience\??$/);
-  await expect(page.locator('[data-card="session-affinity"] [data-value="sessionAffinityTtlMs"]')).toHaveText('7200000');
+  await expect(page.locator('[data-card="session-affinity"] [data-value="sessionAffinityTtlMs"]')).toHaveText('2 h');
 
   const again = page.locator('[data-card="session-affinity"]');
   await again.getByText('Edit', { exact: true }).click();
   await again.getByLabel('Pin lifetime (ms)').fill('90000000');
   await again.getByRole('button', { name: 'Save' }).click();
   await expect(page.getByRole('alert')).toContainText('sessionAffinityTtlMs: must be between 0 and 86400000');
-  await expect(page.locator('[data-card="session-affinity"] [data-value="sessionAffinityTtlMs"]')).toHaveText('7200000');
+  await expect(page.locator('[data-card="session-affinity"] [data-value="sessionAffinityTtlMs"]')).toHaveText('2 h');
 });
 
 test('the resilience pages render and their actions post without JavaScript', async ({ page }) => {

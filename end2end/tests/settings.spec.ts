@@ -30,7 +30,9 @@ test('a card refuses an invalid value in the browser, saves a valid one, and kee
   );
   await expect(save).toBeDisabled();
   // The cross-field rule too: the budget must cover one full wait.
-  await maxWait.fill('120000');
+  // Typed with its unit, read back in words as it is typed.
+  await maxWait.fill('2 min');
+  await expect(card.locator('[data-human="comboCooldownWait.maxWaitMs"]')).toHaveText('= 2 min');
   await card.getByLabel('Total budget (ms)').fill('100000');
   await expect(card.locator('[data-error="comboCooldownWait.budgetMs"]')).toContainText('at least maxWaitMs');
   await expect(save).toBeDisabled();
@@ -43,12 +45,24 @@ test('a card refuses an invalid value in the browser, saves a valid one, and kee
   await expect(card.getByRole('status')).toHaveText('Saved.');
   expect(saves.n).toBe(1);
   await expect(page).toHaveURL(/\/settings\/resilience$/);
-  await expect(card.locator('[data-value="comboCooldownWait.maxWaitMs"]')).toHaveText('120000');
+  await expect(card.locator('[data-value="comboCooldownWait.maxWaitMs"]')).toHaveText('2 min');
+  expect((await (await page.request.get('/api/resilience')).json()).comboCooldownWait.maxWaitMs).toBe(120000);
 
   await page.reload();
+  await hydrated(page);
   const reloaded = page.locator('[data-card="combo-cooldown-wait"]');
-  await expect(reloaded.locator('[data-value="comboCooldownWait.maxWaitMs"]')).toHaveText('120000');
-  await expect(reloaded.locator('[data-value="comboCooldownWait.budgetMs"]')).toHaveText('240000');
+  await expect(reloaded.locator('[data-value="comboCooldownWait.maxWaitMs"]')).toHaveText('2 min');
+  await expect(reloaded.locator('[data-value="comboCooldownWait.budgetMs"]')).toHaveText('4 min');
+  // A value that differs from the default says so, and goes back to it in one click (unsaved until Save).
+  await reloaded.getByText('Edit', { exact: true }).click();
+  await expect(reloaded.locator('[data-default="comboCooldownWait.maxWaitMs"]')).toHaveText('default 90 s');
+  await expect(reloaded.locator('[data-changed="comboCooldownWait.maxWaitMs"]')).toHaveText('changed');
+  await expect(reloaded.locator('[data-changed="comboCooldownWait.maxAttempts"]')).toHaveCount(1);
+  await expect(reloaded.locator('[data-changed="comboCooldownWait.enabled"]')).toHaveCount(0);
+  await reloaded.locator('[data-field="comboCooldownWait.maxWaitMs"]').getByRole('button', { name: 'reset to default' }).click();
+  await expect(reloaded.getByLabel('Max wait (ms)')).toHaveValue('90000');
+  await expect(reloaded.locator('[data-human="comboCooldownWait.maxWaitMs"]')).toHaveText('= 90 s');
+  await reloaded.getByRole('button', { name: 'Cancel' }).click();
   await expect(reloaded.locator('[data-value="comboCooldownWait.maxAttempts"]')).toHaveText('3');
   const api = await (await page.request.get('/api/resilience')).json();
   expect(api.comboCooldownWait).toEqual({ enabled: true, maxWaitMs: 120000, maxAttempts: 3, budgetMs: 240000 });
@@ -182,7 +196,7 @@ test('model lockout: chips refuse bad codes, save, reload, and reset to defaults
   const again = page.locator('[data-card="model-lockout"]');
   await expect(again.locator('[data-value="modelLockout.errorCodes"]')).toHaveText('403, 429, 502, 503, 504, 418');
   await expect(again.locator('[data-value="modelLockout.enabled"]')).toHaveText('on');
-  await expect(again.locator('[data-value="modelLockout.maxCooldownMs"]')).toHaveText('900000');
+  await expect(again.locator('[data-value="modelLockout.maxCooldownMs"]')).toHaveText('15 min');
 
   await again.getByText('Edit', { exact: true }).click();
   await again.getByRole('button', { name: 'Reset to defaults' }).click();

@@ -15,7 +15,10 @@ use crate::{
     api::SaveResilience,
     types::{
         FieldError,
-        settings::{FieldKind, ResilienceSettings, ResilienceView, apply_patch, form_to_patch, form_values, rule_rows},
+        settings::{
+            FieldKind, ResilienceSettings, ResilienceView, apply_patch, form_to_patch, form_values, human_ms,
+            is_duration, rule_rows,
+        },
     },
 };
 
@@ -48,6 +51,7 @@ pub fn SettingsCard(
     resettable: bool,
 ) -> impl IntoView {
     let initial = initial_values(card, &view.settings);
+    let builtin = initial_values(card, &ResilienceSettings::default());
     let draft = RwSignal::new(initial.clone());
     let editable = card.editable(&view);
     let (settings, env) = (view.settings.clone(), view.env.clone());
@@ -112,7 +116,8 @@ pub fn SettingsCard(
                             .iter()
                             .map(|field: &'static Field| {
                                 let env = view.with_value(|v| v.env_for(field.path).cloned());
-                                view! { <FieldInput field draft initial=initial.clone() env errors=errors_for(field.path) /> }
+                                let default = builtin.get(field.path).cloned();
+                                view! { <FieldInput field draft initial=initial.clone() env errors=errors_for(field.path) default /> }
                             })
                             .collect_view()}
                     </div>
@@ -172,6 +177,7 @@ fn Summary(card: &'static Card, initial: BTreeMap<String, String>) -> impl IntoV
                         },
                         _ => match initial.get(f.path).map(String::as_str) {
                             None | Some("") => "—".into(),
+                            Some(v) if is_duration(f.path) => v.parse().map_or_else(|_| v.to_owned(), human_ms),
                             Some(v) => v.to_owned(),
                         },
                     };

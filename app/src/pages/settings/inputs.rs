@@ -6,7 +6,10 @@ use leptos::prelude::*;
 use std::collections::BTreeMap;
 
 use super::cards::Field;
-use crate::types::settings::{EnvSource, ErrorReason, FieldKind, ModelLockoutSettings, RuleScope, rule_rows, tokens};
+use crate::types::settings::{
+    EnvSource, ErrorReason, FieldKind, ModelLockoutSettings, RuleScope, duration_ms, human_ms, is_duration, rule_rows,
+    tokens,
+};
 
 const INPUT: &str = "border border-slate-300 rounded-md px-2 py-1";
 const SMALL_BUTTON: &str = "px-2 py-0.5 rounded-md border border-slate-300 text-xs";
@@ -72,6 +75,8 @@ pub fn FieldInput(
     initial: BTreeMap<String, String>,
     env: Option<EnvSource>,
     errors: Signal<FieldErrors>,
+    /// The built-in default's form text, for the hint and the reset.
+    default: Option<String>,
 ) -> impl IntoView {
     let path = field.path;
     let pinned = env.as_ref().is_some_and(|e| e.wins);
@@ -81,6 +86,7 @@ pub fn FieldInput(
         view! { <span class="text-xs text-amber-800 bg-amber-50 px-1 rounded" data-env=e.variable>{text}</span> }
     });
     let start = initial.get(path).cloned().unwrap_or_default();
+    let saved = start.clone();
     let control = match field.kind {
         FieldKind::Int | FieldKind::OptInt | FieldKind::TextList | FieldKind::Text => view! {
             <input
@@ -130,6 +136,7 @@ pub fn FieldInput(
                 {note}
             </label>
             {control}
+            {(!wide && !pinned).then(|| view! { <DefaultHint path draft saved default /> })}
             {move || {
                 let FieldErrors { browser, server } = errors.get();
                 let tagged = browser.into_iter().map(|m| (m, "browser")).chain(server.into_iter().map(|m| (m, "server")));
@@ -138,6 +145,43 @@ pub fn FieldInput(
                     .collect_view()
             }}
         </div>
+    }
+}
+
+/// How to read a value: a duration in words as it is typed ("= 2 min"),
+/// the default, and — when the saved value differs from it — a mark and
+/// a way back to it (in the browser; without JS, the default to type).
+#[component]
+fn DefaultHint(path: &'static str, draft: Draft, saved: String, default: Option<String>) -> impl IntoView {
+    let words = |text: &str| match duration_ms(text.trim()) {
+        Ok(ms) if is_duration(path) => human_ms(ms),
+        _ if text.is_empty() => "empty".to_owned(),
+        _ => text.to_owned(),
+    };
+    let typed = move || is_duration(path).then(|| duration_ms(read(draft, path).trim()).ok()).flatten();
+    let default_view = default.map(|default| {
+        let changed = saved != default;
+        let back = default.clone();
+        view! {
+            <span data-default=path>{format!("default {}", words(&default))}</span>
+            {changed.then(|| view! {
+                <span class="px-1 rounded bg-amber-100 text-amber-800" data-changed=path>"changed"</span>
+                <button
+                    type="button"
+                    class="text-indigo-700 underline"
+                    title=format!("Put the default back (saved only with Save): {path}")
+                    on:click=move |_| write(draft, path, back.clone())
+                >
+                    "reset to default"
+                </button>
+            })}
+        }
+    });
+    view! {
+        <span class="text-xs text-slate-500 flex flex-wrap gap-2 tabular-nums">
+            {move || typed().map(|ms| view! { <span data-human=path>{format!("= {}", human_ms(ms))}</span> })}
+            {default_view}
+        </span>
     }
 }
 

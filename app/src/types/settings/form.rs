@@ -43,7 +43,7 @@ pub fn form_to_patch(
     for &(path, kind) in fields {
         let parsed = match kind {
             FieldKind::Rules => rules(path, values),
-            _ => parse(kind, values.get(path).map(|s| s.trim()).unwrap_or(""))
+            _ => parse(kind, is_duration(path), values.get(path).map(|s| s.trim()).unwrap_or(""))
                 .map_err(|message| vec![FieldError::new(path, message)]),
         };
         match parsed {
@@ -55,11 +55,12 @@ pub fn form_to_patch(
 }
 
 /// One input's text as JSON.
-fn parse(kind: FieldKind, text: &str) -> Result<Value, String> {
+fn parse(kind: FieldKind, duration: bool, text: &str) -> Result<Value, String> {
+    let number = |text: &str| if duration { duration_ms(text) } else { whole(text) };
     match kind {
-        FieldKind::Int => whole(text).map(Value::from),
+        FieldKind::Int => number(text).map(Value::from),
         FieldKind::OptInt if text.is_empty() => Ok(Value::Null),
-        FieldKind::OptInt => whole(text).map(Value::from),
+        FieldKind::OptInt => number(text).map(Value::from),
         FieldKind::Bool => Ok(Value::Bool(matches!(text, "true" | "on"))),
         FieldKind::OptBool => Ok(match text {
             "true" => Value::Bool(true),
@@ -118,6 +119,49 @@ fn whole(text: &str) -> Result<u64, String> {
         "" => Err("is required".into()),
         t => t.parse::<u64>().map_err(|_| format!("must be a whole number ≥ 0 (got {t:?})")),
     }
+}
+
+/// Whether a setting is a duration in milliseconds (its name ends in `Ms`).
+pub fn is_duration(path: &str) -> bool {
+    path.ends_with("Ms")
+}
+
+/// Units a duration may be typed in, largest first.
+const UNITS: [(&str, u64); 5] = [("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000), ("ms", 1)];
+
+/// A duration typed as milliseconds (`30000`) or with a unit (`30 s`,
+/// `1.5 s`, `10 min`, `2 h`, `1 d`, `250 ms`), in milliseconds.
+pub fn duration_ms(text: &str) -> Result<u64, String> {
+    if text.is_empty() {
+        return Err("is required".into());
+    }
+    let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
+    let (number, unit) = (&text[..split], text[split..].trim());
+    let per = match unit {
+        "" => 1,
+        u => UNITS
+            .iter()
+            .find(|(name, _)| *name == u)
+            .map(|(_, ms)| *ms)
+            .ok_or_else(|| format!("must be a duration such as 30000, 30 s, 10 min or 2 h (unknown unit {u:?})"))?,
+    };
+    let value: f64 =
+        number.parse().map_err(|_| format!("must be a duration such as 30000, 30 s, 10 min or 2 h (got {text:?})"))?;
+    let ms = (value * per as f64).round();
+    if !(0.0..=u64::MAX as f64).contains(&ms) || (per == 1 && number.contains('.')) {
+        return Err(format!("must be a whole number of milliseconds (got {text:?})"));
+    }
+    Ok(ms as u64)
+}
+
+/// A duration in the largest unit that states it exactly: `30 s`,
+/// `10 min`, `1500 ms`, `0`.
+pub fn human_ms(ms: u64) -> String {
+    if ms == 0 {
+        return "0".into();
+    }
+    let (unit, per) = UNITS.iter().find(|(_, per)| ms.is_multiple_of(*per)).copied().unwrap_or(("ms", 1));
+    format!("{} {unit}", ms / per)
 }
 
 /// The items of a comma- or space-separated list input.

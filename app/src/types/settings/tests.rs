@@ -510,3 +510,31 @@ fn rule_rows_become_rules_and_blank_rows_are_skipped() {
     values.insert("providerErrorRules.1.status".into(), "4o2".into());
     assert_eq!(form_to_patch(&RULES, &values).unwrap_err()[0].field, "providerErrorRules.1.status");
 }
+
+#[test]
+fn durations_are_typed_with_units_and_shown_in_the_largest_exact_one() {
+    assert_eq!(duration_ms("30000"), Ok(30_000));
+    assert_eq!(duration_ms("30 s"), Ok(30_000));
+    assert_eq!(duration_ms("1.5s"), Ok(1_500));
+    assert_eq!(duration_ms("10 min"), Ok(600_000));
+    assert_eq!(duration_ms("2 h"), Ok(7_200_000));
+    assert_eq!(duration_ms("250 ms"), Ok(250));
+    assert!(duration_ms("3 weeks").unwrap_err().contains("unknown unit"));
+    assert!(duration_ms("1.5").is_err(), "a fraction of a millisecond");
+    assert!(duration_ms("").is_err());
+    assert_eq!(
+        [0, 1_500, 30_000, 600_000, 7_200_000, 86_400_000].map(human_ms),
+        ["0", "1500 ms", "30 s", "10 min", "2 h", "1 d"]
+    );
+    // A card's form takes the unit too.
+    let fields = [("requestQueue.maxWaitMs", FieldKind::Int), ("requestQueue.requestsPerMinute", FieldKind::Int)];
+    let values = [("requestQueue.maxWaitMs", "2 min"), ("requestQueue.requestsPerMinute", "60")]
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .into();
+    assert_eq!(
+        form_to_patch(&fields, &values).unwrap(),
+        json!({"requestQueue": {"maxWaitMs": 120000, "requestsPerMinute": 60}})
+    );
+    let values = [("requestQueue.requestsPerMinute", "1 min")].map(|(k, v)| (k.to_owned(), v.to_owned())).into();
+    assert!(form_to_patch(&fields[1..], &values).is_err(), "only durations take units");
+}
