@@ -10,7 +10,6 @@ mod e2e;
 mod e2e_clients;
 mod heap;
 mod login_flood;
-mod paced;
 mod postgres;
 mod soak;
 mod util;

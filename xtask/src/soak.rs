@@ -18,9 +18,10 @@ use std::{
     time::Duration,
 };
 
+use loadgen::paced::{self, Samples};
+
 use crate::{
     e2e::start_stack,
-    paced::{self, Samples},
     util::{self, cargo, step},
 };
 

@@ -42,23 +42,61 @@ pub async fn reset(db: &DatabaseConnection, new: Option<String>) -> Result<Strin
     Ok(password)
 }
 
-/// Argon2 checks running at once: one. A check takes tens of milliseconds
-/// and ~19 MiB by design; a queue of them must not take every core (or
-/// the memory) the proxy needs.
-static CHECKS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
-
-/// Checks a login attempt. Argon2 runs on the blocking pool, one check at
-/// a time: on the serving thread it would stall every proxied request that
-/// thread carries (and a login flood would stall them all).
+/// Checks a login attempt on the password checker (see [`checker`]).
 pub async fn check(db: &DatabaseConnection, password: &str) -> Result<bool, DbErr> {
     let Some(phc) = settings::get(db, ADMIN_PASSWORD_HASH).await? else {
         return Ok(false);
     };
-    let password = password.to_owned();
-    let _turn = CHECKS.acquire().await.map_err(|e| DbErr::Custom(format!("password check refused: {e}")))?;
-    tokio::task::spawn_blocking(move || verify(&password, &phc))
-        .await
-        .map_err(|e| DbErr::Custom(format!("password check did not finish: {e}")))
+    let checker = checker().as_ref().map_err(|e| DbErr::Custom(format!("no password checker: {e}")))?;
+    let (verdict, answer) = tokio::sync::oneshot::channel();
+    let job = Check { password: password.to_owned(), phc, verdict };
+    checker.send(job).await.map_err(|_| DbErr::Custom("the password checker stopped".into()))?;
+    answer.await.map_err(|_| DbErr::Custom("a password check did not finish".into()))
+}
+
+/// One queued login attempt.
+struct Check {
+    password: String,
+    phc: String,
+    verdict: tokio::sync::oneshot::Sender<bool>,
+}
+
+/// Checks waiting for the checker at most; a sender beyond waits.
+const QUEUED_CHECKS: usize = 64;
+
+/// The password checker: one thread for the life of the process, running
+/// argon2 one check after another at a lower CPU priority than the
+/// threads that serve requests. A check takes tens of milliseconds of CPU
+/// and ~19 MiB by design; on the serving threads it would stall every
+/// request they carry, and even alone on a core of a small machine it
+/// takes CPU the proxy needs. At nice 10 the scheduler gives it about a
+/// tenth of a contended core, so a login flood (already cut down by the
+/// throttle) cannot move proxy latency, while a sign-in on a busy
+/// machine takes a few hundred milliseconds at worst.
+fn checker() -> &'static std::io::Result<tokio::sync::mpsc::Sender<Check>> {
+    static CHECKER: std::sync::LazyLock<std::io::Result<tokio::sync::mpsc::Sender<Check>>> =
+        std::sync::LazyLock::new(|| {
+            let (jobs, mut queue) = tokio::sync::mpsc::channel::<Check>(QUEUED_CHECKS);
+            std::thread::Builder::new().name("password-check".into()).spawn(move || {
+                lower_this_threads_priority();
+                while let Some(job) = queue.blocking_recv() {
+                    let _ = job.verdict.send(verify(&job.password, &job.phc));
+                }
+            })?;
+            Ok(jobs)
+        });
+    &CHECKER
+}
+
+/// Nice 10 for the calling thread (Linux gives each thread its own nice
+/// value); elsewhere the checker keeps the default priority.
+fn lower_this_threads_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: setpriority only reads its integer arguments; `who` 0 is
+    // the calling thread.
+    if unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 10) } != 0 {
+        tracing::warn!(error = %std::io::Error::last_os_error(), "the password checker keeps the default CPU priority");
+    }
 }
 
 #[cfg(test)]
@@ -69,5 +107,30 @@ mod tests {
         assert!(super::verify("correct horse", &h));
         assert!(!super::verify("wrong", &h));
         assert!(!super::verify("correct horse", "not-a-hash"));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn the_checker_runs_below_the_serving_threads() {
+        let (verdict, answer) = tokio::sync::oneshot::channel();
+        let job = super::Check { password: "x".into(), phc: "not-a-hash".into(), verdict };
+        super::checker().as_ref().unwrap().send(job).await.unwrap();
+        assert!(!answer.await.unwrap(), "the checker answered");
+        let nice_of = |tid: &str| {
+            let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
+            // Fields after the parenthesised name; nice is the 19th field.
+            let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+            after_name.split(' ').nth(16).unwrap().parse::<i32>().unwrap()
+        };
+        let tasks: Vec<_> = std::fs::read_dir("/proc/self/task").unwrap().map(|t| t.unwrap().file_name()).collect();
+        let named = |tid: &std::ffi::OsString| {
+            std::fs::read_to_string(format!("/proc/self/task/{}/comm", tid.to_string_lossy()))
+                .unwrap()
+                .trim()
+                .to_owned()
+        };
+        let checker = tasks.iter().find(|t| named(t) == "password-check").expect("a password-check thread");
+        assert_eq!(nice_of(&checker.to_string_lossy()), 10);
+        assert_eq!(nice_of(&std::process::id().to_string()), 0, "the rest of the process keeps its priority");
     }
 }

@@ -27,8 +27,8 @@ pub enum SignInError {
 pub async fn sign_in(state: &AppState, client: Option<IpAddr>, password: &str) -> Result<String, SignInError> {
     let client = client.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
     state.login_throttle.admit(client, now_ms()).map_err(SignInError::Throttled)?;
+    // The attempt already counts as a failure (see `login_throttle`).
     if !password::check(&state.db, password).await? {
-        state.login_throttle.failed(client, now_ms());
         tracing::warn!(%client, "admin sign-in failed: wrong password");
         return Err(SignInError::WrongPassword);
     }
