@@ -25,9 +25,21 @@ test('API keys: create one with scopes and allowed connections, see them listed,
   await expect(row.locator('[data-allowed]')).toHaveText('keys-lmstudio');
   await expect(row.locator('[data-last-used]')).toHaveText('never');
 
-  // Revoke asks first; only the confirmation revokes.
+  // Revoke asks first, in a modal dialog; Escape and Cancel leave the key.
+  const modal = page.locator('dialog:modal');
+  await row.getByText('Revoke', { exact: true }).click();
+  await expect(modal).toHaveCount(1);
+  await expect(modal).toBeVisible();
+  await expect(modal).toContainText('Clients using it are refused');
+  await page.keyboard.press('Escape');
+  await expect(modal).toHaveCount(0);
+  await row.getByText('Revoke', { exact: true }).click();
+  await modal.getByRole('button', { name: 'Cancel' }).click();
+  await expect(modal).toHaveCount(0);
+  await expect(row).toHaveCount(1);
+  // Only the confirmation revokes.
   await row.getByText('Revoke', { exact: true }).click();
   await expect(row.getByTestId('confirm')).toContainText('Clients using it are refused');
-  await row.getByRole('button', { name: 'Revoke key' }).click();
+  await modal.getByRole('button', { name: 'Revoke key' }).click();
   await expect(page.locator('tr', { hasText: 'e2e-lease-agent' })).toHaveCount(0);
 });

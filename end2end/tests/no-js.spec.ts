@@ -56,6 +56,8 @@ test('login, add/disable/delete a connection and create/revoke a key without Jav
   await expect(keyRow.locator('[data-scopes]')).toHaveText('inference');
   // The confirmation is a disclosure: it opens without JavaScript.
   await keyRow.getByText('Revoke', { exact: true }).click();
+  await expect(page.locator('dialog:modal')).toHaveCount(0);
+  await expect(keyRow.getByRole('button', { name: 'Cancel' })).toBeHidden();
   await keyRow.getByRole('button', { name: 'Revoke key' }).click();
   await expect(page.locator('tr', { hasText: 'nojs-key' })).toHaveCount(0);
 });

@@ -61,7 +61,7 @@ struct Target {
 
 pub fn run() -> anyhow::Result<()> {
     step("build release binaries");
-    util::run(cargo().args(["build", "--release", "-p", "server", "-p", "fake-upstream", "-p", "loadgen"]))?;
+    util::build_release_stack()?;
     let bin = util::target_dir().join("release");
     let out_dir = util::target_dir().join("bench");
     let data_dir = out_dir.join("data");

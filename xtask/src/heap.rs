@@ -21,7 +21,7 @@ use tokio::sync::Barrier;
 
 use crate::{
     e2e::start_stack,
-    util::{self, cargo, step},
+    util::{self, step},
 };
 
 /// The gateway's resident set, in KB.
@@ -45,8 +45,7 @@ pub fn run() -> anyhow::Result<()> {
     let burst = env_u64("HEAP_BURST", 5_000);
     let settle = Duration::from_secs(env_u64("HEAP_SETTLE_SECS", 60));
     let max_kb_per_stream = env_u64("HEAP_MAX_KB_PER_STREAM", 52);
-    step("build the gateway and the fake upstream (release)");
-    util::run(cargo().args(["build", "--release", "-p", "server", "-p", "fake-upstream"]))?;
+    util::build_release_stack()?;
     let data_dir = util::target_dir().join(format!("heap-data-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&data_dir);
     // Without request-queue pacing, so a burst is a burst.

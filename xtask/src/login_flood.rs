@@ -4,16 +4,12 @@
 //! verdict are the release-built `login-flood` of `end2end/loadgen`
 //! (its doc says how it judges).
 
-use crate::{
-    e2e::start_stack,
-    util::{self, cargo, step},
-};
+use crate::{e2e::start_stack, util};
 
 const MGMT_KEY: &str = "flood-key";
 
 pub fn run() -> anyhow::Result<()> {
-    step("build the gateway, the fake upstream and the flood (release)");
-    util::run(cargo().args(["build", "--release", "-p", "server", "-p", "fake-upstream", "-p", "loadgen"]))?;
+    util::build_release_stack()?;
     let data_dir = util::target_dir().join(format!("flood-data-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&data_dir);
     let env = [("OMNIROUTE_MANAGEMENT_KEY", MGMT_KEY), ("RATE_LIMIT_AUTO_ENABLE", "false")];

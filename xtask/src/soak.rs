@@ -22,7 +22,7 @@ use loadgen::paced::{self, Samples};
 
 use crate::{
     e2e::start_stack,
-    util::{self, cargo, step},
+    util::{self, step},
 };
 
 const MGMT_KEY: &str = "soak-key";
@@ -46,8 +46,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         p99_ms: env_f64("SOAK_P99_MS", 25.0),
         error_rate: env_f64("SOAK_MAX_ERROR_RATE", 0.001),
     };
-    step("build the gateway and the fake upstream (release)");
-    util::run(cargo().args(["build", "--release", "-p", "server", "-p", "fake-upstream"]))?;
+    util::build_release_stack()?;
     let data_dir = util::target_dir().join(format!("soak-data-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&data_dir);
     let env = [("OMNIROUTE_MANAGEMENT_KEY", MGMT_KEY), ("RATE_LIMIT_AUTO_ENABLE", "false")];

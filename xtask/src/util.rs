@@ -28,6 +28,15 @@ pub fn cargo() -> Command {
     cmd
 }
 
+/// Builds the release gateway, fake upstream and load generators, for
+/// the drills and the bench. Always the same three packages: cargo unifies
+/// features over what one command builds, so a different set would build
+/// the gateway (and its dependencies) a second time.
+pub fn build_release_stack() -> anyhow::Result<()> {
+    step("build the gateway, the fake upstream and the load generators (release)");
+    run(cargo().args(["build", "--release", "-p", "server", "-p", "fake-upstream", "-p", "loadgen"]))
+}
+
 /// Runs a command to completion, failing on a non-zero exit.
 pub fn run(cmd: &mut Command) -> anyhow::Result<()> {
     let status = cmd.status().with_context(|| format!("starting {cmd:?}"))?;

@@ -1,10 +1,15 @@
 //! Destructive actions behind a confirmation step: a disclosure whose
 //! summary names the action and its row ("Delete fake-a" to a screen
-//! reader), and whose body asks the question above the form that acts. A
-//! disclosure opens without JavaScript, so the step is the same with and
-//! without it.
+//! reader), and whose body asks the question above the form that acts.
+//!
+//! Without JavaScript the disclosure opens in place and its body (a
+//! `<dialog open>`, laid out in the page's flow) shows the question and
+//! the form. Once hydrated, the summary opens that same dialog as a modal
+//! instead: the page behind it is inert, focus moves into it, and Escape
+//! or Cancel closes it without acting. The form is rendered once, so both
+//! ways submit the same thing.
 
-use leptos::prelude::*;
+use leptos::{ev::MouseEvent, html, prelude::*};
 
 use super::BUTTON;
 
@@ -12,20 +17,65 @@ use super::BUTTON;
 /// says what will happen; `children` is the form whose button acts.
 #[component]
 pub fn Confirm(verb: &'static str, subject: String, question: String, children: Children) -> impl IntoView {
+    let details = NodeRef::<html::Details>::new();
+    let dialog = NodeRef::<html::Dialog>::new();
+    let label = format!("{verb} {subject}");
     view! {
-        <details class="confirm">
+        <details class="confirm" node_ref=details>
             <summary
                 class=format!("{BUTTON} text-red-700 cursor-pointer list-none")
                 role="button"
-                aria-label=format!("{verb} {subject}")
+                aria-label=label.clone()
+                on:click=move |ev| open_modal(ev, details, dialog)
             >
                 {verb}
             </summary>
-            <div class="mt-2 p-2 rounded-md bg-red-50 text-red-900 max-w-xs" data-testid="confirm">
+            <dialog
+                open
+                node_ref=dialog
+                class="confirm-step mt-2 p-2 rounded-md bg-red-50 text-red-900 max-w-xs"
+                aria-label=label
+                data-testid="confirm"
+                on:close=move |_| close_step(details, dialog)
+                on:submit=move |_| close_modal(dialog)
+            >
                 <p>{question}</p>
                 {children()}
-            </div>
+                <form method="dialog" class="dialog-only">
+                    <button type="submit" class=format!("{BUTTON} mt-2")>"Cancel"</button>
+                </form>
+            </dialog>
         </details>
+    }
+}
+
+/// The summary's click once hydrated: the step as a modal. The disclosure
+/// opens underneath (a dialog inside a shut one would not be drawn) and
+/// shuts again when the dialog closes.
+fn open_modal(ev: MouseEvent, details: NodeRef<html::Details>, dialog: NodeRef<html::Dialog>) {
+    let (Some(details), Some(dialog)) = (details.get(), dialog.get()) else { return };
+    ev.prevent_default();
+    details.set_open(true);
+    // It is open (not modal) for the disclosure without JS.
+    dialog.close();
+    let _ = dialog.show_modal();
+}
+
+/// A submitted step (the action runs; its banner must not hide behind
+/// the modal) or a cancelled one closes.
+fn close_modal(dialog: NodeRef<html::Dialog>) {
+    if let Some(dialog) = dialog.get() {
+        dialog.close();
+    }
+}
+
+/// The dialog's `close` event shuts the disclosure again, unless the
+/// dialog is open by then: `close()` in [`open_modal`] queues a `close`
+/// event that arrives after `show_modal()`.
+fn close_step(details: NodeRef<html::Details>, dialog: NodeRef<html::Dialog>) {
+    let (Some(details), Some(dialog)) = (details.get(), dialog.get()) else { return };
+    if !dialog.open() {
+        details.set_open(false);
     }
 }
 
