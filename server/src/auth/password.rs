@@ -65,14 +65,14 @@ struct Check {
 const QUEUED_CHECKS: usize = 64;
 
 /// The password checker: one thread for the life of the process, running
-/// argon2 one check after another at a lower CPU priority than the
-/// threads that serve requests. A check takes tens of milliseconds of CPU
-/// and ~19 MiB by design; on the serving threads it would stall every
-/// request they carry, and even alone on a core of a small machine it
-/// takes CPU the proxy needs. At nice 10 the scheduler gives it about a
-/// tenth of a contended core, so a login flood (already cut down by the
-/// throttle) cannot move proxy latency, while a sign-in on a busy
-/// machine takes a few hundred milliseconds at worst.
+/// argon2 one check after another ten nice levels below the threads that
+/// serve requests. A check takes tens of milliseconds of CPU and ~19 MiB
+/// by design; on the serving threads it would stall every request they
+/// carry, and even alone on a core of a small machine it takes CPU the
+/// proxy needs. Ten levels down, the scheduler gives it about a tenth of
+/// a contended core, so a login flood (already cut down by the throttle)
+/// cannot move proxy latency, while a sign-in on a busy machine takes a
+/// few hundred milliseconds at worst.
 fn checker() -> &'static std::io::Result<tokio::sync::mpsc::Sender<Check>> {
     static CHECKER: std::sync::LazyLock<std::io::Result<tokio::sync::mpsc::Sender<Check>>> =
         std::sync::LazyLock::new(|| {
@@ -88,14 +88,22 @@ fn checker() -> &'static std::io::Result<tokio::sync::mpsc::Sender<Check>> {
     &CHECKER
 }
 
-/// Nice 10 for the calling thread (Linux gives each thread its own nice
-/// value); elsewhere the checker keeps the default priority.
+/// How much lower than the process the checker runs.
+const NICER_BY: i32 = 10;
+
+/// The calling thread's nice value, [`NICER_BY`] above the process's own
+/// (at most 19); Linux gives each thread its own nice value. Elsewhere the
+/// checker keeps the default priority.
 fn lower_this_threads_priority() {
     #[cfg(target_os = "linux")]
-    // SAFETY: setpriority only reads its integer arguments; `who` 0 is
-    // the calling thread.
-    if unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 10) } != 0 {
-        tracing::warn!(error = %std::io::Error::last_os_error(), "the password checker keeps the default CPU priority");
+    // SAFETY: getpriority and setpriority only read their integer
+    // arguments; `who` 0 is the calling thread, which still has the nice
+    // value of the thread that spawned it.
+    unsafe {
+        let nicer = (libc::getpriority(libc::PRIO_PROCESS, 0) + NICER_BY).min(19);
+        if libc::setpriority(libc::PRIO_PROCESS, 0, nicer) != 0 {
+            tracing::warn!(error = %std::io::Error::last_os_error(), "the password checker keeps the default CPU priority");
+        }
     }
 }
 
@@ -130,7 +138,7 @@ mod tests {
                 .to_owned()
         };
         let checker = tasks.iter().find(|t| named(t) == "password-check").expect("a password-check thread");
-        assert_eq!(nice_of(&checker.to_string_lossy()), 10);
-        assert_eq!(nice_of(&std::process::id().to_string()), 0, "the rest of the process keeps its priority");
+        let process = nice_of(&std::process::id().to_string());
+        assert_eq!(nice_of(&checker.to_string_lossy()), (process + super::NICER_BY).min(19));
     }
 }
