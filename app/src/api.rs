@@ -3,9 +3,13 @@
 //! every action works before hydration too. After a plain (no-JS) form
 //! post the server redirects back to the page, with `?error=` on failure.
 
+mod answer;
+
 use leptos::prelude::*;
 
 use std::collections::HashMap;
+
+use answer::Answer;
 
 use crate::types::{
     ApiKeyList, CatalogEntry, ConnectionList, ConnectionTestResult, CreatedApiKey, FieldError, LogList,
@@ -64,7 +68,7 @@ fn given(s: Option<String>) -> Option<String> {
 }
 
 /// Signs in; then goes to `next` (a path on this site) or Health.
-#[server(prefix = "/sfn", endpoint = "login")]
+#[server(prefix = "/sfn", output = Answer, endpoint = "login")]
 pub async fn login(password: String, next: Option<String>) -> Result<(), ServerFnError> {
     let backend = ssr::backend()?;
     let parts = use_context::<http::request::Parts>().ok_or_else(|| ServerFnError::new("request missing"))?;
@@ -79,7 +83,7 @@ pub async fn login(password: String, next: Option<String>) -> Result<(), ServerF
     }
 }
 
-#[server(prefix = "/sfn", endpoint = "logout")]
+#[server(prefix = "/sfn", output = Answer, endpoint = "logout")]
 pub async fn logout() -> Result<(), ServerFnError> {
     let backend = ssr::backend()?;
     let parts = use_context::<http::request::Parts>();
@@ -90,17 +94,17 @@ pub async fn logout() -> Result<(), ServerFnError> {
     Ok(())
 }
 
-#[server(prefix = "/sfn", endpoint = "catalog")]
+#[server(prefix = "/sfn", output = Answer, endpoint = "catalog")]
 pub async fn get_catalog() -> Result<Vec<CatalogEntry>, ServerFnError> {
     Ok(ssr::backend()?.catalog())
 }
 
-#[server(prefix = "/sfn", endpoint = "connections")]
+#[server(prefix = "/sfn", output = Answer, endpoint = "connections")]
 pub async fn get_connections() -> Result<ConnectionList, ServerFnError> {
     ssr::backend()?.list_connections().await.map_err(|e| ssr::fail("/providers", e))
 }
 
-#[server(prefix = "/sfn", endpoint = "add_connection")]
+#[server(prefix = "/sfn", output = Answer, endpoint = "add_connection")]
 pub async fn add_connection(
     provider: String,
     name: String,
@@ -131,14 +135,14 @@ pub async fn add_connection(
     ssr::backend()?.create_connection(input).await.map(drop).map_err(|e| ssr::fail("/providers", e))
 }
 
-#[server(prefix = "/sfn", endpoint = "set_connection_active")]
+#[server(prefix = "/sfn", output = Answer, endpoint = "set_connection_active")]
 pub async fn set_connection_active(id: String, active: bool) -> Result<(), ServerFnError> {
     let input = crate::types::UpdateConnection { is_active: Some(active), ..Default::default() };
     ssr::backend()?.update_connection(&id, input).await.map(drop).map_err(|e| ssr::fail("/providers", e))
 }
 
 #[allow(clippy::too_many_arguments, reason = "a server function's arguments are its form's fields")]
-#[server(prefix = "/sfn", endpoint = "update_connection")]
+#[server(prefix = "/sfn", output = Answer, endpoint = "update_connection")]
 pub async fn edit_connection(
     id: String,
     name: Option<String>,
@@ -183,7 +187,7 @@ pub async fn edit_connection(
     Ok(())
 }
 
-#[server(prefix = "/sfn", endpoint = "combos")]
+#[server(prefix = "/sfn", output = Answer, endpoint = "combos")]
 pub async fn get_combos() -> Result<ComboList, ServerFnError> {
     Ok(ssr::backend()?.list_combos())
 }
@@ -193,7 +197,7 @@ pub async fn get_combos() -> Result<ComboList, ServerFnError> {
 /// [@connection] [| prompt]`); the fields of a strategy not chosen are
 /// ignored.
 #[allow(clippy::too_many_arguments, reason = "a server function's arguments are its form's fields")]
-#[server(prefix = "/sfn", endpoint = "save_combo")]
+#[server(prefix = "/sfn", output = Answer, endpoint = "save_combo")]
 pub async fn save_combo(
     name: String,
     strategy: String,
@@ -237,55 +241,55 @@ pub async fn save_combo(
     saved.map(drop).map_err(|e| ssr::fail("/combos", e))
 }
 
-#[server(prefix = "/sfn", endpoint = "delete_combo")]
+#[server(prefix = "/sfn", output = Answer, endpoint = "delete_combo")]
 pub async fn delete_combo(name: String) -> Result<(), ServerFnError> {
     ssr::backend()?.delete_combo(&name).await.map_err(|e| ssr::fail("/combos", e))
 }
 
-#[server(prefix = "/sfn", endpoint = "aliases")]
+#[server(prefix = "/sfn", output = Answer, endpoint = "aliases")]
 pub async fn get_aliases() -> Result<AliasList, ServerFnError> {
     Ok(ssr::backend()?.list_aliases())
 }
 
-#[server(prefix = "/sfn", endpoint = "combo_status")]
+#[server(prefix = "/sfn", output = Answer, endpoint = "combo_status")]
 pub async fn get_combo_status() -> Result<ComboStatusList, ServerFnError> {
     Ok(ssr::backend()?.combo_status())
 }
 
-#[server(prefix = "/sfn", endpoint = "save_alias")]
+#[server(prefix = "/sfn", output = Answer, endpoint = "save_alias")]
 pub async fn save_alias(alias: String, model: String) -> Result<(), ServerFnError> {
     let alias = crate::types::alias::Alias { alias: alias.trim().to_owned(), model: model.trim().to_owned() };
     ssr::backend()?.put_alias(alias).await.map(drop).map_err(|e| ssr::fail("/combos", e))
 }
 
-#[server(prefix = "/sfn", endpoint = "delete_alias")]
+#[server(prefix = "/sfn", output = Answer, endpoint = "delete_alias")]
 pub async fn delete_alias(alias: String) -> Result<(), ServerFnError> {
     ssr::backend()?.delete_alias(&alias).await.map_err(|e| ssr::fail("/combos", e))
 }
 
 /// Every connection's rate-limit protection and request-queue load.
-#[server(prefix = "/sfn", endpoint = "rate_limits")]
+#[server(prefix = "/sfn", output = Answer, endpoint = "rate_limits")]
 pub async fn get_rate_limits() -> Result<RateLimitList, ServerFnError> {
     ssr::backend()?.rate_limits().await.map_err(|e| ssr::fail("/providers", e))
 }
 
-#[server(prefix = "/sfn", endpoint = "delete_connection")]
+#[server(prefix = "/sfn", output = Answer, endpoint = "delete_connection")]
 pub async fn delete_connection(id: String) -> Result<(), ServerFnError> {
     ssr::backend()?.delete_connection(&id).await.map_err(|e| ssr::fail("/providers", e))
 }
 
-#[server(prefix = "/sfn", endpoint = "test_connection")]
+#[server(prefix = "/sfn", output = Answer, endpoint = "test_connection")]
 pub async fn test_connection(id: String) -> Result<ConnectionTestResult, ServerFnError> {
     ssr::backend()?.test_connection(&id).await.map_err(|e| ssr::fail("/providers", e))
 }
 
-#[server(prefix = "/sfn", endpoint = "keys")]
+#[server(prefix = "/sfn", output = Answer, endpoint = "keys")]
 pub async fn get_keys() -> Result<ApiKeyList, ServerFnError> {
     ssr::backend()?.list_keys().await.map_err(|e| ssr::fail("/keys", e))
 }
 
 /// How far set-up is, for the Get started page.
-#[server(prefix = "/sfn", endpoint = "get_started")]
+#[server(prefix = "/sfn", output = Answer, endpoint = "get_started")]
 pub async fn get_started() -> Result<crate::types::onboarding::GetStarted, ServerFnError> {
     let parts = use_context::<http::request::Parts>().ok_or_else(|| ServerFnError::new("request missing"))?;
     ssr::backend()?.get_started(&parts).await.map_err(|e| ssr::fail("/get-started", e))
@@ -295,7 +299,7 @@ pub async fn get_started() -> Result<crate::types::onboarding::GetStarted, Serve
 /// and allowed connections (`allowed[conn-<connection id>]`; none
 /// checked: every connection). Without JS the browser returns to `page`
 /// (Get started, else API keys), which shows the key once.
-#[server(prefix = "/sfn", endpoint = "create_key")]
+#[server(prefix = "/sfn", output = Answer, endpoint = "create_key")]
 pub async fn create_key(
     name: String,
     scopes: Option<HashMap<String, String>>,
@@ -334,12 +338,12 @@ pub async fn create_key(
     Ok(created)
 }
 
-#[server(prefix = "/sfn", endpoint = "new_key")]
+#[server(prefix = "/sfn", output = Answer, endpoint = "new_key")]
 pub async fn take_new_key(id: String) -> Result<Option<CreatedApiKey>, ServerFnError> {
     Ok(ssr::backend()?.take_new_key(&id))
 }
 
-#[server(prefix = "/sfn", endpoint = "revoke_key")]
+#[server(prefix = "/sfn", output = Answer, endpoint = "revoke_key")]
 pub async fn revoke_key(id: String) -> Result<(), ServerFnError> {
     ssr::backend()?.revoke_key(&id).await.map_err(|e| ssr::fail("/keys", e))
 }
@@ -348,7 +352,7 @@ pub async fn revoke_key(id: String) -> Result<(), ServerFnError> {
 /// (flat: an all-empty search must still encode).
 ///
 /// [`LogSearch`]: crate::types::LogSearch
-#[server(prefix = "/sfn", endpoint = "logs")]
+#[server(prefix = "/sfn", output = Answer, endpoint = "logs")]
 pub async fn get_logs(
     provider: Option<String>,
     connection: Option<String>,
@@ -365,7 +369,7 @@ pub async fn get_logs(
 /// Rows per page of the Logs page.
 pub const LOG_PAGE: u64 = 100;
 
-#[server(prefix = "/sfn", endpoint = "resilience")]
+#[server(prefix = "/sfn", output = Answer, endpoint = "resilience")]
 pub async fn get_resilience() -> Result<ResilienceView, ServerFnError> {
     Ok(ssr::backend()?.resilience())
 }
@@ -382,7 +386,7 @@ pub struct CardSaved {
 /// PATCH of exactly its fields, checked by the same shared rules the
 /// browser ran. After a plain form post the page is shown again, with the
 /// errors in `?error=` when it was refused.
-#[server(prefix = "/sfn", endpoint = "save_resilience")]
+#[server(prefix = "/sfn", output = Answer, endpoint = "save_resilience")]
 pub async fn save_resilience(card: String, fields: HashMap<String, String>) -> Result<CardSaved, ServerFnError> {
     use crate::{backend::BackendError, pages::settings::cards};
     let backend = ssr::backend()?;
@@ -409,31 +413,31 @@ pub async fn save_resilience(card: String, fields: HashMap<String, String>) -> R
     }
 }
 
-#[server(prefix = "/sfn", endpoint = "health")]
+#[server(prefix = "/sfn", output = Answer, endpoint = "health")]
 pub async fn get_health() -> Result<HealthReport, ServerFnError> {
     Ok(ssr::backend()?.health().await)
 }
 
 /// Traffic over a window (`1h`, `24h`; the last hour when not given).
-#[server(prefix = "/sfn", endpoint = "traffic")]
+#[server(prefix = "/sfn", output = Answer, endpoint = "traffic")]
 pub async fn get_traffic(window: Option<String>) -> Result<crate::types::traffic::TrafficReport, ServerFnError> {
     ssr::backend()?.traffic(window.as_deref()).map_err(|e| ssr::fail("/monitoring/health", e))
 }
 
 /// Resets one provider's breaker (`provider` empty: all).
-#[server(prefix = "/sfn", endpoint = "reset_breakers")]
+#[server(prefix = "/sfn", output = Answer, endpoint = "reset_breakers")]
 pub async fn reset_breakers(provider: Option<String>) -> Result<u32, ServerFnError> {
     Ok(ssr::backend()?.reset_breakers(given(provider).as_deref()).reset_count)
 }
 
-#[server(prefix = "/sfn", endpoint = "cooldowns")]
+#[server(prefix = "/sfn", output = Answer, endpoint = "cooldowns")]
 pub async fn get_cooldowns() -> Result<CooldownList, ServerFnError> {
     ssr::backend()?.cooldowns().await.map_err(|e| ssr::fail("/monitoring/cooldowns", e))
 }
 
 /// Clears the selected connections (`connection_ids[]`), or all of
 /// `provider` when `all` is set. Terminal connections are left alone.
-#[server(prefix = "/sfn", endpoint = "clear_cooldowns")]
+#[server(prefix = "/sfn", output = Answer, endpoint = "clear_cooldowns")]
 pub async fn clear_cooldowns(
     connection_ids: Option<Vec<String>>,
     all: Option<String>,
@@ -447,13 +451,13 @@ pub async fn clear_cooldowns(
     ssr::backend()?.clear_cooldowns(req).await.map_err(|e| ssr::fail("/monitoring/cooldowns", e))
 }
 
-#[server(prefix = "/sfn", endpoint = "model_cooldowns")]
+#[server(prefix = "/sfn", output = Answer, endpoint = "model_cooldowns")]
 pub async fn get_model_cooldowns() -> Result<ModelCooldownList, ServerFnError> {
     Ok(ssr::backend()?.model_cooldowns())
 }
 
 /// Re-enables one model on one connection, or every locked model (`all`).
-#[server(prefix = "/sfn", endpoint = "clear_model_cooldown")]
+#[server(prefix = "/sfn", output = Answer, endpoint = "clear_model_cooldown")]
 pub async fn clear_model_cooldown(
     provider: Option<String>,
     connection: Option<String>,

@@ -2,8 +2,8 @@
 //! CSS (encre-css over the class names in `app/src`), `public/`, and the
 //! server binary. A release build drops the wasm's name section (function
 //! names for stack traces: half the bundle) and weighs the bundle against
-//! its gzip budget. The bundle is over it today (782 KB, the code section
-//! alone), so the check warns; it becomes an error once the code is cut.
+//! its gzip budget: over [`WASM_BUDGET_GZIP`] the build fails, over
+//! [`WASM_AIM_GZIP`] it warns. What keeps it small is in `docs/bundle.md`.
 
 use anyhow::Context;
 use std::{fs, path::Path};
@@ -11,9 +11,10 @@ use std::{fs, path::Path};
 use crate::util::{self, cargo, run, site_root, step};
 
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
-/// The most the release wasm may weigh, gzipped (§U: under 600 KB is the
-/// aim; 650 KB is the line).
+/// The most the release wasm may weigh, gzipped: above it the build fails.
 const WASM_BUDGET_GZIP: u64 = 650 * 1000;
+/// What the release wasm should weigh, gzipped: above it the build warns.
+const WASM_AIM_GZIP: u64 = 600 * 1000;
 
 pub fn site_and_server(release: bool) -> anyhow::Result<()> {
     site(release)?;
@@ -57,17 +58,21 @@ pub fn site(release: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Prints the wasm's weight, raw and gzipped, against
-/// [`WASM_BUDGET_GZIP`], with a warning when it is over.
+/// Prints the wasm's weight, raw and gzipped; fails above
+/// [`WASM_BUDGET_GZIP`] and warns above [`WASM_AIM_GZIP`].
 fn weigh(wasm: &Path) -> anyhow::Result<()> {
     use std::io::Write;
     let bytes = fs::read(wasm)?;
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
     gz.write_all(&bytes)?;
     let gzipped = u64::try_from(gz.finish()?.len())?;
-    eprintln!("wasm: {} KB, {} KB gzipped (budget {} KB)", bytes.len() / 1000, gzipped / 1000, WASM_BUDGET_GZIP / 1000);
+    let (kb, budget, aim) = (gzipped / 1000, WASM_BUDGET_GZIP / 1000, WASM_AIM_GZIP / 1000);
+    eprintln!("wasm: {} KB, {kb} KB gzipped (budget {budget} KB, aim {aim} KB)", bytes.len() / 1000);
     if gzipped > WASM_BUDGET_GZIP {
-        eprintln!("warning: the wasm bundle is over its gzip budget");
+        anyhow::bail!("the wasm bundle is {kb} KB gzipped, over its {budget} KB budget (see docs/bundle.md)");
+    }
+    if gzipped > WASM_AIM_GZIP {
+        eprintln!("warning: the wasm bundle is {kb} KB gzipped, over the {aim} KB aim");
     }
     Ok(())
 }

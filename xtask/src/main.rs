@@ -47,8 +47,8 @@ fn main() -> anyhow::Result<()> {
 }
 
 /// Everything CI checks: formatting, lints, unit + integration tests, the
-/// site build, the browser tests, a chaos run, a heap run and the login
-/// flood drill.
+/// site build, the browser tests, the release bundle's weight, a chaos
+/// run, a heap run and the login flood drill.
 fn test() -> anyhow::Result<()> {
     util::ensure_rustup_components(&["rustfmt", "clippy"])?;
     util::step("cargo fmt --check");
@@ -69,6 +69,8 @@ fn test() -> anyhow::Result<()> {
     build::site_and_server(false)?;
     util::step("browser tests");
     e2e::run(&[])?;
+    util::step("the release bundle against its budget");
+    build::site(true)?;
     util::step("chaos run (3 minutes)");
     chaos::run(&chaos::Options { seconds: 180, seed: rand::random() })?;
     util::step("heap run");
