@@ -46,8 +46,8 @@ fn main() -> anyhow::Result<()> {
     }
 }
 
-/// Everything CI checks: formatting, lints, unit + integration tests, the
-/// site build, the browser tests, the release bundle's weight, a chaos
+/// Everything CI checks: formatting, lints (the browser's build too), unit +
+/// integration tests, the site build, the browser tests, the release bundle's weight, a chaos
 /// run, a heap run and the login flood drill.
 fn test() -> anyhow::Result<()> {
     util::ensure_rustup_components(&["rustfmt", "clippy"])?;
@@ -67,6 +67,19 @@ fn test() -> anyhow::Result<()> {
     drop(cluster);
     util::step("build the site");
     build::site_and_server(false)?;
+    // The browser's build compiles other code (server functions' stubs,
+    // `cfg(not(feature = "ssr"))` paths), so it is linted too.
+    util::step("cargo clippy (browser build)");
+    util::run(util::cargo().args([
+        "clippy",
+        "-p",
+        "frontend",
+        "--target",
+        "wasm32-unknown-unknown",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
     util::step("browser tests");
     e2e::run(&[])?;
     util::step("the release bundle against its budget");
