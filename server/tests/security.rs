@@ -127,7 +127,9 @@ async fn the_session_cookie_is_secure_behind_an_https_proxy() {
 #[tokio::test]
 async fn sign_in_is_throttled_and_a_wrong_password_is_401_everywhere() {
     use server::auth::login_throttle::FREE_FAILURES;
-    let gw = Gateway::start().await;
+    // The throttle runs on the gateway's clock, which stands still here: a
+    // slow password check cannot let the one-second block run out.
+    let (gw, clock) = Gateway::start_with_clock(tempfile::tempdir().unwrap()).await;
     let api_login =
         |password: &str| gw.http.post(format!("{}/api/auth/login", gw.url)).json(&json!({"password": password})).send();
     for _ in 0..=FREE_FAILURES {
@@ -147,6 +149,9 @@ async fn sign_in_is_throttled_and_a_wrong_password_is_401_everywhere() {
     let page = page.send().await.unwrap();
     assert_eq!(page.status(), StatusCode::TOO_MANY_REQUESTS);
     assert!(page.headers().contains_key("retry-after"));
+    // Once the gateway's clock passes the block, the right password is let in.
+    clock.advance(server::auth::login_throttle::BASE_DELAY_MS);
+    assert_eq!(api_login(ADMIN_PASSWORD).await.unwrap().status(), StatusCode::OK);
     gw.stop().await;
 
     let fresh = Gateway::start().await;
