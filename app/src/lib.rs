@@ -12,13 +12,14 @@ pub mod backend;
 pub mod components;
 pub mod format;
 pub mod pages;
+mod routes;
 pub mod session;
 pub mod types;
 
 use leptos::prelude::*;
-use leptos_meta::{MetaTags, Title, provide_meta_context};
+use leptos_meta::{MetaTags, provide_meta_context};
 use leptos_router::{
-    SsrMode,
+    Lazy, SsrMode,
     components::{Route, Router, Routes},
     path,
 };
@@ -71,19 +72,18 @@ fn send_content_security_policy() {
 pub fn App() -> impl IntoView {
     provide_meta_context();
     view! {
-        <Title text="OmniRoute" />
         <Router>
             <Routes fallback=|| view! { <pages::NotFound /> }>
-                <Route path=path!("/login") view=pages::login::LoginPage ssr=SsrMode::Async />
-                <Route path=path!("/providers") view=pages::providers::ProvidersPage ssr=SsrMode::Async />
-                <Route path=path!("/keys") view=pages::keys::KeysPage ssr=SsrMode::Async />
-                <Route path=path!("/logs") view=pages::logs::LogsPage ssr=SsrMode::Async />
-                <Route path=path!("/monitoring/health") view=pages::health::HealthPage ssr=SsrMode::Async />
-                <Route path=path!("/combos") view=pages::combos::CombosPage ssr=SsrMode::Async />
-                <Route path=path!("/settings/resilience") view=pages::settings::ResiliencePage ssr=SsrMode::Async />
-                <Route path=path!("/settings/model-lockout") view=pages::settings::ModelLockoutPage ssr=SsrMode::Async />
-                <Route path=path!("/monitoring/cooldowns") view=pages::cooldowns::CooldownsPage ssr=SsrMode::Async />
-                <Route path=path!("/get-started") view=pages::get_started::GetStartedPage ssr=SsrMode::Async />
+                <Route path=path!("/login") view={Lazy::<routes::Login>::new()} ssr=SsrMode::Async />
+                <Route path=path!("/providers") view={Lazy::<routes::Providers>::new()} ssr=SsrMode::Async />
+                <Route path=path!("/keys") view={Lazy::<routes::Keys>::new()} ssr=SsrMode::Async />
+                <Route path=path!("/logs") view={Lazy::<routes::Logs>::new()} ssr=SsrMode::Async />
+                <Route path=path!("/monitoring/health") view={Lazy::<routes::Health>::new()} ssr=SsrMode::Async />
+                <Route path=path!("/combos") view={Lazy::<routes::Combos>::new()} ssr=SsrMode::Async />
+                <Route path=path!("/settings/resilience") view={Lazy::<routes::Resilience>::new()} ssr=SsrMode::Async />
+                <Route path=path!("/settings/model-lockout") view={Lazy::<routes::ModelLockout>::new()} ssr=SsrMode::Async />
+                <Route path=path!("/monitoring/cooldowns") view={Lazy::<routes::Cooldowns>::new()} ssr=SsrMode::Async />
+                <Route path=path!("/get-started") view={Lazy::<routes::GetStarted>::new()} ssr=SsrMode::Async />
             </Routes>
         </Router>
     }

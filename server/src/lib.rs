@@ -83,6 +83,7 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
         leases,
         resilience_store: store,
         health_cache: parking_lot::Mutex::new(None),
+        new_keys: Default::default(),
         resilience,
         logs: LogSink::spawn(db.clone(), config.log_retention_rows, traffic.clone()),
         traffic,

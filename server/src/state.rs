@@ -54,6 +54,8 @@ pub struct AppState {
     pub resilience_store: ResilienceStore,
     /// The last `GET /api/monitoring/health` report and when it was built.
     pub health_cache: parking_lot::Mutex<Option<(Instant, app::types::monitoring::HealthReport)>>,
+    /// New API keys to show once after a form post (shared by the workers).
+    pub new_keys: crate::web::backend::NewKeyStash,
     pub started_at: Instant,
     /// Open client connections at most (`listener`).
     pub client_capacity: crate::listener::Capacity,

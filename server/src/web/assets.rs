@@ -1,6 +1,7 @@
-//! The dashboard's static files. The built bundle (`pkg/`: the wasm, its
-//! JS glue, the CSS) is served under `/assets/<version>/pkg/`, where the
-//! version is a hash of those files taken at start: a new build gets new
+//! The dashboard's static files. The built bundle (`pkg/`: the wasm's
+//! main module and route chunks, their JS glue, the CSS) is served under
+//! `/assets/<version>/pkg/`, where the version is a hash of those files
+//! taken at start: a new build gets new
 //! URLs, so the files can be cached as `immutable` for a year, and a
 //! browser never pairs old JS with new wasm. Other versions are 404s.
 //! The favicon and robots.txt sit at the root, cached for a day.
@@ -13,18 +14,24 @@ use sha2::{Digest, Sha256};
 use std::path::Path;
 use tower_http::{compression::CompressionLayer, services::ServeFile, set_header::SetResponseHeaderLayer};
 
-/// The bundle's files, in a fixed order for the hash.
-const BUNDLE: [&str; 3] = ["app.js", "app_bg.wasm", "app.css"];
 const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 const ONE_DAY: &str = "public, max-age=86400";
 
-/// `/assets/<first 16 hex digits of the bundle's SHA-256>`; the prefix
-/// the pages give their asset URLs. A missing file hashes as empty (the
-/// tests run without a built site).
+/// `/assets/<first 16 hex digits of the SHA-256 of pkg/'s files>`; the
+/// prefix the pages give their asset URLs. A missing `pkg/` hashes as
+/// empty (the tests run without a built site).
 pub fn root(site_root: &Path) -> String {
+    let mut files: Vec<_> = std::fs::read_dir(site_root.join("pkg"))
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .collect();
+    files.sort();
     let mut hash = Sha256::new();
-    for name in BUNDLE {
-        hash.update(std::fs::read(site_root.join("pkg").join(name)).unwrap_or_default());
+    for file in files {
+        hash.update(file.file_name().unwrap_or_default().as_encoded_bytes());
+        hash.update([0]);
+        hash.update(std::fs::read(&file).unwrap_or_default());
         hash.update([0]);
     }
     let digest = hash.finalize();
@@ -60,7 +67,9 @@ mod tests {
         let one = super::root(dir.path());
         std::fs::write(dir.path().join("pkg/app.js"), "two").unwrap();
         let two = super::root(dir.path());
+        std::fs::write(dir.path().join("pkg/route_chunk.wasm"), "chunk").unwrap();
+        let with_chunk = super::root(dir.path());
         assert!(one.starts_with("/assets/") && one.len() == "/assets/".len() + 16, "{one}");
-        assert!(empty != one && one != two);
+        assert!(empty != one && one != two && two != with_chunk);
     }
 }

@@ -34,15 +34,20 @@ use crate::{
 /// How long a new key waits to be shown after a plain form post.
 const STASH_TTL_MS: i64 = 5 * 60 * 1000;
 
+/// New keys waiting to be shown once after a plain form post: key id →
+/// (key, stashed at). It lives in [`AppState`], not in a [`WebBackend`]:
+/// each worker thread builds its own router and backend, and the post and
+/// the page that shows the key may arrive on different connections, so on
+/// different workers.
+pub type NewKeyStash = Mutex<HashMap<String, (CreatedApiKey, i64)>>;
+
 pub struct WebBackend {
     state: Arc<AppState>,
-    /// key id → (key, stashed at); read once.
-    new_keys: Mutex<HashMap<String, (CreatedApiKey, i64)>>,
 }
 
 impl WebBackend {
     pub fn new(state: Arc<AppState>) -> Self {
-        Self { state, new_keys: Mutex::default() }
+        Self { state }
     }
 }
 
@@ -166,13 +171,13 @@ impl Backend for WebBackend {
 
     fn stash_new_key(&self, created: CreatedApiKey) {
         let now = now_ms();
-        let mut stash = self.new_keys.lock();
+        let mut stash = self.state.new_keys.lock();
         stash.retain(|_, (_, at)| now - *at < STASH_TTL_MS);
         stash.insert(created.id.clone(), (created, now));
     }
 
     fn take_new_key(&self, id: &str) -> Option<CreatedApiKey> {
-        let (created, at) = self.new_keys.lock().remove(id)?;
+        let (created, at) = self.state.new_keys.lock().remove(id)?;
         (now_ms() - at < STASH_TTL_MS).then_some(created)
     }
 
@@ -215,5 +220,26 @@ impl Backend for WebBackend {
 
     fn clear_model_cooldowns(&self, req: ClearModelCooldowns) -> BackendResult<usize> {
         services::monitoring::clear_model_cooldowns(&self.state, &req).map_err(err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "a failed step is a failed test")]
+
+    use super::WebBackend;
+    use app::{backend::Backend, types::CreatedApiKey};
+
+    /// Each worker builds its own backend: a key stashed by the post on
+    /// one worker is shown by the page on another, once.
+    #[tokio::test]
+    async fn a_new_key_stashed_on_one_worker_is_shown_once_on_another() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = crate::build_state(crate::config::Config::for_data_dir(dir.path().to_path_buf())).await.unwrap();
+        let (post_worker, page_worker) = (WebBackend::new(state.clone()), WebBackend::new(state));
+        let created = CreatedApiKey { id: "k1".into(), key: "omr-secret".into() };
+        post_worker.stash_new_key(created.clone());
+        assert_eq!(page_worker.take_new_key("k1"), Some(created));
+        assert_eq!(post_worker.take_new_key("k1"), None);
     }
 }

@@ -7,7 +7,7 @@
 //! the framing, sniffing and referrer headers; pages add their CSP.
 
 mod assets;
-mod backend;
+pub(crate) mod backend;
 
 use app::{App, backend::SharedBackend, session, shell};
 use axum::{
