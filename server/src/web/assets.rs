@@ -1,9 +1,9 @@
 //! The dashboard's static files. The built bundle (`pkg/`: the wasm's
 //! main module and route chunks, their JS glue, the CSS) is served under
 //! `/assets/<version>/pkg/`, where the version is a hash of those files
-//! taken at start: a new build gets new
-//! URLs, so the files can be cached as `immutable` for a year, and a
-//! browser never pairs old JS with new wasm. Other versions are 404s.
+//! taken at start: a new build gets new URLs, so the files can be cached
+//! as `immutable` for a year, and a browser never pairs old JS with new
+//! wasm. Other versions are 404s.
 //! The favicon and robots.txt sit at the root, cached for a day.
 
 use axum::{

@@ -1,0 +1,24 @@
+import { test, expect } from '@playwright/test';
+import { hydrated, login } from './helpers';
+
+// Each page is a lazy route (app/src/routes.rs): its code is a chunk of its
+// own, preloaded by its HTML and fetched with it, and no other page's.
+test('a page loads its own wasm chunk, preloaded by its HTML, and not the chunks of other pages', async ({ page }) => {
+  const wasm: string[] = [];
+  page.on('response', (r) => {
+    if (r.url().endsWith('.wasm')) wasm.push(r.url());
+  });
+  await login(page);
+  wasm.length = 0;
+  await page.goto('/providers');
+  await hydrated(page);
+  const own = [...new Set(wasm.filter((u) => /\/pkg\/split___providers_view_\w+\.wasm$/.test(u)))];
+  expect(own).toHaveLength(1);
+  expect(wasm.filter((u) => /\/pkg\/split___(?!providers_)\w+\.wasm$/.test(u))).toEqual([]);
+  const chunk = await page.request.get(own[0]);
+  expect(chunk.status()).toBe(200);
+  expect(chunk.headers()['content-type']).toBe('application/wasm');
+  expect(chunk.headers()['cache-control']).toBe('public, max-age=31536000, immutable');
+  const html = await (await page.request.get('/providers')).text();
+  expect(html).toContain(`href="${new URL(own[0]).pathname}"`);
+});
