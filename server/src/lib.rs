@@ -5,6 +5,7 @@ pub mod api;
 pub mod auth;
 pub mod config;
 pub mod db;
+mod forward_writes;
 pub mod listener;
 pub mod memory;
 pub mod protocols;

@@ -60,6 +60,24 @@ async fn silent_and_half_sent_heads_are_cut_at_the_header_timeout() {
 }
 
 #[tokio::test]
+async fn http2_clients_and_http1_heads_sent_a_byte_at_a_time_are_both_served() {
+    let gw = start(|_| {}).await;
+    let h2 = reqwest::Client::builder().http2_prior_knowledge().build().unwrap();
+    let resp = h2.head(format!("{}/", gw.url)).send().await.unwrap();
+    assert_eq!((resp.version(), resp.status().as_u16()), (reqwest::Version::HTTP_2, 200));
+    // "P" could still begin HTTP/2's preface ("PRI * HTTP/2.0…").
+    let mut tcp = connect(&gw).await;
+    tcp.set_nodelay(true).unwrap();
+    for byte in b"PATCH / HTTP/1.1\r\nHost: 127.0.0.1\r\nconnection: close\r\n\r\n" {
+        tcp.write_all(&[*byte]).await.unwrap();
+        tcp.flush().await.unwrap();
+    }
+    let (answer, _) = read_to_close(&mut tcp, Duration::from_secs(5)).await;
+    assert!(answer.starts_with("HTTP/1.1 405"), "{answer}");
+    gw.stop().await;
+}
+
+#[tokio::test]
 async fn a_body_shorter_than_announced_is_cut_at_the_body_timeout() {
     let gw = start(|c| c.client.body_read_timeout = Duration::from_millis(300)).await;
     let mut tcp = connect(&gw).await;

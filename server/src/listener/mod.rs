@@ -8,6 +8,9 @@
 //! * cuts a client that is slow to send its request head, pauses inside
 //!   its body, or sits idle between keep-alive requests ([`watched`],
 //!   [`body`]);
+//! * tells HTTP/1.1 from HTTP/2 by the first bytes ([`sniff`]) and serves
+//!   each with hyper's builder for that version, so an HTTP/1.1
+//!   connection keeps an 8 KB read buffer and no HTTP/2 state;
 //! * on shutdown stops accepting, lets in-flight requests finish within
 //!   the grace period (idle and half-sent connections close at once or at
 //!   their timeout, never later than the grace), and at its end tells
@@ -16,16 +19,19 @@
 
 pub mod body;
 mod capacity;
+mod sniff;
 pub mod watched;
 
 use axum::{Router, body::Body, extract::ConnectInfo};
-use hyper::body::Incoming;
+use hyper::{
+    body::Incoming,
+    server::conn::{http1, http2},
+};
 use hyper_util::{
     rt::{TokioExecutor, TokioIo},
-    server::conn::auto::Builder,
     service::TowerToHyperService,
 };
-use std::{net::SocketAddr, sync::Arc, time::Duration};
+use std::{net::SocketAddr, pin::Pin, sync::Arc, time::Duration};
 use tokio::{
     net::{TcpListener, TcpStream},
     sync::{OwnedSemaphorePermit, watch},
@@ -104,7 +110,18 @@ async fn serve_connection(
 ) {
     let activity = Arc::new(Activity::default());
     let timeouts = Timeouts { head: limits.header_read_timeout, idle: limits.keepalive_timeout };
-    let io = TokioIo::new(Watched::new(tcp, activity.clone(), timeouts));
+    let socket = Watched::new(tcp, activity.clone(), timeouts);
+    // Before a request is in flight there is nothing to finish on shutdown.
+    let (version, io) = tokio::select! {
+        sniffed = sniff::sniff(socket) => match sniffed {
+            Ok(sniffed) => sniffed,
+            Err(e) => {
+                tracing::debug!(%peer, error = %e, "client connection ended before its first request");
+                return;
+            }
+        },
+        _ = until_true(&mut closing) => return,
+    };
     let watched = activity.clone();
     let service = tower::service_fn(move |req: http::Request<Incoming>| {
         let in_flight = activity.begin();
@@ -116,27 +133,58 @@ async fn serve_connection(
             Ok::<_, std::convert::Infallible>(resp.map(|b| Body::new(body::Tracked::new(b, in_flight))))
         }
     });
-    let mut builder = Builder::new(TokioExecutor::new());
-    // The socket keeps the time itself (`watched`).
-    builder.http1().header_read_timeout(None);
-    let conn = builder.serve_connection(io, TowerToHyperService::new(service));
-    tokio::pin!(conn);
-    tokio::select! {
-        res = conn.as_mut() => {
-            if let Err(e) = res {
-                tracing::debug!(%peer, error = %e, "client connection ended");
-            }
+    let (io, service) = (TokioIo::new(io), TowerToHyperService::new(service));
+    let served = Served { peer, watched, closing };
+    match version {
+        sniff::Version::Http1 => {
+            // The socket keeps the time itself (`watched`).
+            let conn = http1::Builder::new().header_read_timeout(None).serve_connection(io, service);
+            served.until_closed(conn, http1::Connection::graceful_shutdown).await;
         }
-        _ = until_true(&mut closing) => {
-            // Nothing in flight: nothing to finish (a half-sent head or a
-            // socket that never spoke would otherwise wait for its timeout).
-            if watched.is_idle() {
-                return;
+        // Rare (agents speak HTTP/1.1): its larger state is boxed, so it
+        // does not size every HTTP/1 connection's task.
+        sniff::Version::Http2 => {
+            let conn = http2::Builder::new(TokioExecutor::new()).serve_connection(io, service);
+            Box::pin(served.until_closed(conn, http2::Connection::graceful_shutdown)).await;
+        }
+    }
+}
+
+/// What a served connection needs to end well.
+struct Served {
+    peer: SocketAddr,
+    watched: Arc<Activity>,
+    closing: watch::Receiver<bool>,
+}
+
+impl Served {
+    /// Drives `conn` until it ends, or — once the gateway is closing —
+    /// until its in-flight requests have finished (`graceful` tells it to
+    /// take no more).
+    async fn until_closed<C, E>(mut self, conn: C, graceful: fn(Pin<&mut C>))
+    where
+        C: Future<Output = Result<(), E>>,
+        E: std::fmt::Display,
+    {
+        let peer = self.peer;
+        tokio::pin!(conn);
+        tokio::select! {
+            res = conn.as_mut() => {
+                if let Err(e) = res {
+                    tracing::debug!(%peer, error = %e, "client connection ended");
+                }
             }
-            conn.as_mut().graceful_shutdown();
-            // Only the connection from here on: its in-flight requests finish.
-            if let Err(e) = conn.as_mut().await {
-                tracing::debug!(%peer, error = %e, "client connection ended during shutdown");
+            _ = until_true(&mut self.closing) => {
+                // Nothing in flight: nothing to finish (a half-sent head or a
+                // socket that never spoke would otherwise wait for its timeout).
+                if self.watched.is_idle() {
+                    return;
+                }
+                graceful(conn.as_mut());
+                // Only the connection from here on: its in-flight requests finish.
+                if let Err(e) = conn.as_mut().await {
+                    tracing::debug!(%peer, error = %e, "client connection ended during shutdown");
+                }
             }
         }
     }

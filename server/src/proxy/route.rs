@@ -72,32 +72,40 @@ pub fn client_protocol(path: &str) -> (Protocol, &'static str) {
 /// A stream request still waiting for its first upstream event after one
 /// heartbeat interval is committed early and kept alive (see
 /// `stream::keepalive`).
-pub async fn handle(
+///
+/// Not an `async fn`: the request's head and raw body are read here and
+/// dropped before the answer is awaited, so a request in flight does not
+/// hold them (nor the client connection's read buffer they point into).
+pub fn handle(
     State(state): State<Arc<AppState>>,
     Extension(request_id): Extension<RequestId>,
     key: Option<Extension<Arc<KeyEntry>>>,
     uri: Uri,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
-) -> Response {
+) -> impl Future<Output = Response> {
     let (protocol, endpoint) = client_protocol(uri.path());
-    let (req, lease) = match parse(protocol, &uri, &headers, body).and_then(|r| Ok((r, leases::context(&headers)?))) {
-        Ok(parsed) => parsed,
-        Err(e) => return e.into_response_as(protocol),
-    };
-    let heartbeat = state.config.sse_heartbeat_interval;
-    let shutdown = state.shutdown.wait();
-    let stream = req.stream;
-    let answer = async move {
-        let req = Arc::new(req);
-        // Mid-stream recovery: not for a leased session, which its lease binds to one connection.
-        let resume = (stream && state.config.stream_recovery_midstream && lease.is_none())
-            .then(|| Resumer::new(&state, &req, &request_id.0, endpoint, key.as_ref().map(|k| k.0.clone())));
-        let key = key.as_ref().map(|k| k.0.as_ref());
-        let inbound = Inbound { protocol, endpoint, request_id: &request_id.0, key, lease, resume, continuing: None };
-        serve(&state, &req, &inbound).await.unwrap_or_else(|e| e.into_response_as(protocol))
-    };
-    if stream { keepalive::serve(Box::pin(answer), protocol, heartbeat, shutdown).await } else { answer.await }
+    let parsed = parse(protocol, &uri, &headers, body).and_then(|r| Ok((r, leases::context(&headers)?)));
+    async move {
+        let (req, lease) = match parsed {
+            Ok(parsed) => parsed,
+            Err(e) => return e.into_response_as(protocol),
+        };
+        let heartbeat = state.config.sse_heartbeat_interval;
+        let shutdown = state.shutdown.wait();
+        let stream = req.stream;
+        let answer = async move {
+            let req = Arc::new(req);
+            // Mid-stream recovery: not for a leased session, which its lease binds to one connection.
+            let resume = (stream && state.config.stream_recovery_midstream && lease.is_none())
+                .then(|| Resumer::new(&state, &req, &request_id.0, endpoint, key.as_ref().map(|k| k.0.clone())));
+            let key = key.as_ref().map(|k| k.0.as_ref());
+            let inbound =
+                Inbound { protocol, endpoint, request_id: &request_id.0, key, lease, resume, continuing: None };
+            serve(&state, &req, &inbound).await.unwrap_or_else(|e| e.into_response_as(protocol))
+        };
+        if stream { keepalive::serve(Box::pin(answer), protocol, heartbeat, shutdown).await } else { answer.await }
+    }
 }
 
 /// The client's request, read for its endpoint's protocol.

@@ -9,7 +9,7 @@
 
 use http::{HeaderValue, Uri, uri::Scheme};
 use hyper::rt::{Read, ReadBufCursor, Write};
-use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
+use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder, MaybeHttpsStream};
 use hyper_util::client::{
     legacy::connect::{Connected, Connection, HttpConnector, proxy::Tunnel},
     proxy::matcher::Matcher,
@@ -77,7 +77,7 @@ impl Service<Uri> for Connector {
     fn call(&mut self, dst: Uri) -> Self::Future {
         let mut direct = self.direct.clone();
         let Some(proxy) = self.proxies.intercept(&dst) else {
-            return Box::pin(async move { Ok(UpstreamIo::new(direct.call(dst).await?, false)) });
+            return Box::pin(async move { Ok(UpstreamIo::direct(direct.call(dst).await?, false)) });
         };
         if dst.scheme() == Some(&Scheme::HTTPS) {
             let mut tunnel = Tunnel::new(proxy.uri().clone(), direct);
@@ -89,7 +89,7 @@ impl Service<Uri> for Connector {
         }
         // Plain HTTP: talk to the proxy, which forwards the absolute-form
         // request (`proxied` keeps the client from shortening the URI).
-        Box::pin(async move { Ok(UpstreamIo::new(direct.call(proxy.uri().clone()).await?, true)) })
+        Box::pin(async move { Ok(UpstreamIo::direct(direct.call(proxy.uri().clone()).await?, true)) })
     }
 }
 
@@ -106,6 +106,15 @@ impl UpstreamIo {
     fn new(io: impl Io + 'static, proxied: bool) -> Self {
         Self { io: Box::new(io), proxied }
     }
+
+    /// A plain socket is boxed on its own, not inside the TLS variant's
+    /// room (about 1 KB per upstream connection).
+    fn direct<T: Io + 'static>(io: MaybeHttpsStream<T>, proxied: bool) -> Self {
+        match io {
+            MaybeHttpsStream::Http(plain) => Self::new(plain, proxied),
+            tls => Self::new(tls, proxied),
+        }
+    }
 }
 
 impl Connection for UpstreamIo {
@@ -120,28 +129,4 @@ impl Read for UpstreamIo {
     }
 }
 
-impl Write for UpstreamIo {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        Pin::new(&mut *self.io).poll_write(cx, buf)
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut *self.io).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut *self.io).poll_shutdown(cx)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut *self.io).poll_write_vectored(cx, bufs)
-    }
-}
+crate::forward_writes::forward_writes!(Write, [] UpstreamIo, io);
