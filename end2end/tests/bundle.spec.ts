@@ -9,6 +9,8 @@ test('a page loads its own wasm chunk, preloaded by its HTML, and not the chunks
     if (r.url().endsWith('.wasm')) wasm.push(r.url());
   });
   await login(page);
+  // The landing page's own chunks are still arriving when its URL shows.
+  await hydrated(page);
   wasm.length = 0;
   await page.goto('/providers');
   await hydrated(page);
