@@ -232,11 +232,7 @@ pub async fn create_key(
         allowed.unwrap_or_default().into_keys().map(|k| k.strip_prefix("conn-").unwrap_or(&k).to_owned()).collect();
     let allowed_connections = (!allowed.is_empty()).then_some(allowed);
     let input = crate::types::CreateApiKey { name, scopes: Some(parsed), allowed_connections };
-    let page = if page.as_deref() == Some(crate::pages::get_started::PATH) {
-        crate::pages::get_started::PATH
-    } else {
-        "/keys"
-    };
+    let page = if page.as_deref() == Some(crate::paths::GET_STARTED) { crate::paths::GET_STARTED } else { "/keys" };
     let created = backend.create_key(input).await.map_err(|e| ssr::fail(page, e))?;
     if ssr::is_form_post() {
         // Without JS the page reloads: show the key once from the stash.

@@ -12,6 +12,7 @@ pub mod backend;
 pub mod components;
 pub mod format;
 pub mod pages;
+pub mod paths;
 mod routes;
 pub mod session;
 pub mod types;

@@ -6,7 +6,7 @@
 
 use server::{
     resilience::clock::ManualClock,
-    routing::affinity::{Affinity, MAX_PINS, PinKey, SessionId},
+    routing::affinity::{Affinity, MAX_PINS, PinChanges, PinKey, SessionId},
 };
 use std::{hint::black_box, sync::Arc};
 use tokio::time::Instant;
@@ -18,7 +18,7 @@ const TTL_MS: u64 = 3_600_000;
 fn main() {
     let providers: Vec<&'static str> =
         (0..PROVIDERS).map(|p| &*Box::leak(format!("provider-{p}").into_boxed_str())).collect();
-    let affinity = Affinity::new(Arc::new(ManualClock::new(1_767_225_600_000)), None);
+    let affinity = Affinity::new(Arc::new(ManualClock::new(1_767_225_600_000)), PinChanges::detached());
     let sessions: Vec<String> = (0..MAX_PINS).map(|s| format!("header:session-{s:08}")).collect();
     for (i, s) in sessions.iter().enumerate() {
         let key = PinKey { session: SessionId::of(s), provider: providers[i % PROVIDERS] };

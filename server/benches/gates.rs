@@ -10,7 +10,7 @@ use app::types::{Category, settings::ResilienceSettings};
 use http::HeaderMap;
 use server::resilience::{
     clock::ManualClock,
-    engine::{self, AttemptFailure, Engine},
+    engine::{self, AttemptFailure, Engine, EngineChanges},
 };
 use std::{hint::black_box, sync::Arc};
 use tokio::time::Instant;
@@ -23,7 +23,7 @@ fn main() {
     let mut settings = ResilienceSettings::default();
     settings.provider_cooldown.enabled = true;
     let cfg = engine::breaker_config(&settings, Category::Apikey);
-    let engine = Engine::new(Arc::new(ManualClock::new(1_767_225_600_000)), None);
+    let engine = Engine::new(Arc::new(ManualClock::new(1_767_225_600_000)), EngineChanges::detached());
     let providers: Vec<String> = (0..PROVIDERS).map(|p| format!("provider-{p}")).collect();
     let connections: Vec<Vec<String>> =
         (0..PROVIDERS).map(|p| (0..CONNECTIONS).map(|c| format!("conn-{p}-{c}")).collect()).collect();

@@ -8,15 +8,14 @@ pub mod db;
 mod forward_writes;
 pub mod listener;
 pub mod memory;
+pub mod outbox;
 pub mod protocols;
 pub mod proxy;
-pub mod request_log;
 pub mod resilience;
-pub mod resilience_store;
 pub mod routing;
 pub mod services;
 pub mod state;
-pub mod traffic;
+pub mod store;
 pub mod upstream;
 pub mod web;
 pub mod workers;
@@ -29,21 +28,19 @@ use tokio::net::TcpListener;
 use tokio::time::Instant;
 
 use crate::{
-    auth::{api_keys::KeyRegistry, password, secrets::SecretBox},
+    auth::{Auth, api_keys::KeyRegistry, password, secrets::SecretBox},
     config::Config,
-    request_log::LogSink,
     resilience::{
         clock::{Clock, SystemClock},
         engine::Engine,
     },
-    resilience_store::ResilienceStore,
     routing::{
-        affinity::{Affinity, Pin, PinKey, SessionId},
-        combos::ComboRegistry,
+        Routing,
+        affinity::{Affinity, MAX_PINS, Pin, PinKey, SessionId},
         leases::{Lease, Leases, Owner},
-        registry::ConnectionRegistry,
     },
     state::AppState,
+    store::{AttemptRecord, Store, traffic::Traffic},
     upstream::executor::Executor,
 };
 
@@ -68,51 +65,55 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
     let executor = Executor::new(config.connect_timeout, config.fetch_timeout, Matcher::from_env())
         .context("building the HTTP client")?;
     let resilience = services::resilience::load(&db, config.resilience_env.clone()).await?;
-    let (store, changes) = ResilienceStore::spawn(db.clone());
-    let affinity = Affinity::new(clock.clone(), Some(changes.clone()));
-    let keys = KeyRegistry::new(clock.clone(), Some(changes.clone()));
-    let leases = Leases::new(clock.clone());
-    let engine = Engine::new(clock, Some(changes));
+    let (store, outboxes) = Store::spawn(&db, config.log_retention_rows, seeded_traffic(&db).await?);
+    let routing = Routing::new(clock.clone(), outboxes.pins);
+    let engine = Engine::new(clock.clone(), outboxes.engine);
     restore_engine(&engine, &db, &resilience.current()).await?;
-    restore_pins(&affinity, &db, engine.now()).await?;
-    restore_leases(&leases, &db, engine.now()).await?;
-    let traffic = Arc::new(traffic::Traffic::default());
-    traffic.add(&db::logs::recent_attempts(&db, db::now_ms() - traffic::KEEP_MS).await?);
+    restore_pins(&routing.affinity, &db, engine.now()).await?;
+    restore_leases(&routing.leases, &db, engine.now()).await?;
+    let auth = Auth {
+        secrets,
+        keys: KeyRegistry::new(clock, outboxes.key_uses),
+        login_throttle: Default::default(),
+        new_keys: Default::default(),
+    };
     let state = Arc::new(AppState {
         engine,
-        affinity,
-        leases,
-        resilience_store: store,
-        health_cache: parking_lot::Mutex::new(None),
-        new_keys: Default::default(),
+        routing,
+        admission: Default::default(),
+        auth,
+        store,
         resilience,
-        logs: LogSink::spawn(db.clone(), config.log_retention_rows, traffic.clone()),
-        traffic,
-        keys,
-        connections: ConnectionRegistry::default(),
-        combos: ComboRegistry::default(),
-        login_throttle: Default::default(),
-        concurrency: Default::default(),
-        queues: Default::default(),
-        combo_states: Default::default(),
-        handoffs: Default::default(),
-        quotas: Default::default(),
-        connection_order: Default::default(),
-        tool_limits: Default::default(),
-        aliases: Default::default(),
+        health_cache: parking_lot::Mutex::new(None),
         started_at: Instant::now(),
-        client_capacity: listener::Capacity::new(config.client.max_connections),
-        shutdown: Default::default(),
+        clients: listener::Clients::new(config.client, config.shutdown_grace),
         upstream: Arc::new(executor),
-        secrets,
         db,
         config,
     });
-    state.keys.reload(&state.db).await?;
-    state.connections.reload(&state.db, &state.secrets).await?;
-    state.combos.reload(&state.db).await?;
-    state.aliases.reload(&state.db).await?;
+    state.auth.keys.reload(&state.db).await?;
+    state.routing.connections.reload(&state.db, &state.auth.secrets).await?;
+    state.routing.combos.reload(&state.db).await?;
+    state.routing.aliases.reload(&state.db).await?;
     Ok(state)
+}
+
+/// The traffic rollup seeded with the last day of the request log.
+async fn seeded_traffic(db: &sea_orm::DatabaseConnection) -> anyhow::Result<Traffic> {
+    let traffic = Traffic::default();
+    let rows = db::logs::recent_attempts(db, db::now_ms() - store::traffic::KEEP_MS).await?;
+    let records = rows.into_iter().map(|r| AttemptRecord {
+        created_at: r.created_at,
+        provider: r.provider,
+        connection_id: r.connection_id,
+        status: r.status,
+        latency_ms: r.latency_ms,
+        ttfb_ms: r.ttfb_ms,
+        stream: r.stream,
+        ..AttemptRecord::default()
+    });
+    traffic.add(records.collect::<Vec<_>>().iter().filter_map(AttemptRecord::sample));
+    Ok(traffic)
 }
 
 /// Loads breakers and connection health as the last run left them (an
@@ -143,7 +144,7 @@ async fn restore_engine(
 
 /// Loads the unexpired session affinity pins (SPEC §R2.2).
 async fn restore_pins(affinity: &Affinity, db: &sea_orm::DatabaseConnection, now: i64) -> anyhow::Result<()> {
-    for row in db::affinity::load(db, now).await? {
+    for row in db::affinity::load(db, now, MAX_PINS).await? {
         let (Some(provider), Ok(bytes)) = (upstream::catalog::find(&row.provider), hex::decode(&row.key)) else {
             continue;
         };
@@ -183,7 +184,7 @@ pub fn router(state: Arc<AppState>) -> Router {
     let browser_facing = api::router(&state)
         .with_state(state.clone())
         .merge(web::router(&state))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), auth::cross_site::guard))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), web::cross_site::guard))
         .layer(axum::middleware::from_fn(web::security_headers));
     let leases = Router::new()
         .route("/api/v1/session-leases", axum::routing::post(proxy::leases::handle).options(proxy::leases::options))
@@ -210,13 +211,20 @@ pub async fn serve(
     Ok(())
 }
 
-pub use listener::serve_until_stopped;
+/// Serves the gateway's routes on `listener` until `stop` turns true (see
+/// [`listener`]).
+pub async fn serve_until_stopped(
+    state: &Arc<AppState>,
+    listener: TcpListener,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    listener::serve_until_stopped(router(state.clone()), &state.clients, listener, stop).await
+}
 
 /// Writes what is still queued behind the requests (log rows, resilience
 /// state) before the process exits.
 pub async fn flush(state: &AppState) {
-    state.logs.flush().await;
-    state.resilience_store.flush().await;
+    state.store.flush().await;
     tracing::info!("shutdown complete");
 }
 

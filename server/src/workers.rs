@@ -37,7 +37,7 @@ pub fn serve(config: Config) -> anyhow::Result<()> {
     let workers = if cfg!(unix) { config.workers } else { 1 };
     let fd_limit = crate::listener::raise_fd_limit();
     let state = main_rt.block_on(crate::build_state(config))?;
-    tracing::debug!(fd_limit, max_connections = state.client_capacity.max, "client connection budget");
+    tracing::debug!(fd_limit, max_connections = state.clients.capacity.max, "client connection budget");
     // A port held by anything — another gateway included — is refused
     // before the shared sockets are bound: SO_REUSEPORT alone would let a
     // second instance silently split the traffic with the first.

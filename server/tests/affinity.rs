@@ -47,7 +47,7 @@ async fn ask(gw: &Gateway, session: &str) -> String {
 
 fn pinned(gw: &Gateway, session_key: &str) -> Option<String> {
     let key = PinKey { session: SessionId::of(session_key), provider: "openai" };
-    gw.state.affinity.pinned(&key, 3_600_000).map(|c| c.to_string())
+    gw.state.routing.affinity.pinned(&key, 3_600_000).map(|c| c.to_string())
 }
 
 async fn patch(gw: &Gateway, body: Value) {
@@ -167,12 +167,12 @@ async fn session_keys_reach_neither_an_upstream_nor_a_log_line_nor_a_stored_row(
         .await
         .unwrap();
     assert_eq!(resp.headers()["x-omniroute-selected-connection-id"], b.as_str());
-    gw.state.resilience_store.flush().await;
-    gw.state.logs.flush().await;
+    gw.state.store.state.flush().await;
+    gw.state.store.logs.flush().await;
     for r in fake.requests() {
         assert!(r.headers.keys().all(|h| !h.contains("session")), "{:?}", r.headers);
     }
-    let rows = server::db::affinity::load(&gw.state.db, 0).await.unwrap();
+    let rows = server::db::affinity::load(&gw.state.db, 0, server::routing::affinity::MAX_PINS).await.unwrap();
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].connection_id, b);
     assert_eq!(rows[0].key, SessionId::of(&format!("header:{secret}")).hex(), "only the hash is stored");

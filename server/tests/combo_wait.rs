@@ -87,3 +87,34 @@ async fn a_client_that_leaves_during_the_wait_is_logged_499() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// A connection the key may not use is not waited for: the combo's only
+/// usable connection is out of quota, another one of the provider is
+/// held by a short rate-limit cooldown, and a request with a key limited
+/// to the first fails at once instead of waiting for the second.
+#[tokio::test]
+async fn a_combo_does_not_wait_for_a_connection_its_key_may_not_use() {
+    let (fake, gw) = start(1_500).await;
+    let other = gw.add_connection("openai", "other", "sk-other", &v1(&fake), 1).await;
+    let connections = gw.get_json("/api/providers").await;
+    let own = connections["connections"].as_array().unwrap().iter().find(|c| c["name"] == "o").unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let quota = json!({"error": {"message": "You exceeded your current quota, please check your plan and billing details.", "type": "insufficient_quota"}});
+    let quota_once = Rule { status: Some(429), body: Some(quota), times: Some(1), ..Rule::default() };
+    // Before any key exists requests need none: the first cools `o` for
+    // its quota (not worth waiting for) and `other` serves it, the second
+    // cools `other` for 1.5 s.
+    fake.push_rule(Rule { api_key: Some("sk-o".into()), ..quota_once });
+    assert_eq!(gw.chat(chat_body("openai/gpt-4o-mini", false), None).await.status(), 200);
+    fake.push_rule(Rule { api_key: Some("sk-other".into()), ..rate_limited_once() });
+    assert_eq!(gw.chat(chat_body("openai/gpt-4o-mini", false), None).await.status(), 429);
+    let key = gw.create_key(json!({"name": "own-only", "allowedConnections": [own]})).await;
+    let calls = fake.count("/v1/chat/completions");
+    let started = Instant::now();
+    let resp = gw.chat(chat_body("solo", false), key["key"].as_str()).await;
+    assert_ne!(resp.status(), 200);
+    assert!(started.elapsed() < Duration::from_millis(1_000), "waited for {other}: {:?}", started.elapsed());
+    assert_eq!(fake.count("/v1/chat/completions"), calls, "nothing to try");
+}

@@ -34,8 +34,14 @@ fn slow(ms: u64) -> Rule {
 async fn until_gates(gw: &Gateway, what: &str, check: impl Fn(&[(String, u32, u32)]) -> bool) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
-        let gates: Vec<(String, u32, u32)> =
-            gw.state.concurrency.snapshot().into_iter().map(|(k, c)| (k.to_string(), c.running, c.queued)).collect();
+        let gates: Vec<(String, u32, u32)> = gw
+            .state
+            .admission
+            .concurrency
+            .snapshot()
+            .into_iter()
+            .map(|(k, c)| (k.to_string(), c.running, c.queued))
+            .collect();
         if check(&gates) {
             return;
         }

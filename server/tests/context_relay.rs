@@ -73,7 +73,11 @@ fn bodies(fake: &FakeUpstream, key: &str) -> Vec<Value> {
 /// session the `x-session-id` header names.
 async fn handoff_written(gw: &Gateway, session: &str) {
     let ready = || {
-        gw.state.handoffs.ready(SessionId::of(&format!("header:{session}")), "relay", gw.state.engine.now()).is_some()
+        gw.state
+            .routing
+            .handoffs
+            .ready(SessionId::of(&format!("header:{session}")), "relay", gw.state.engine.now())
+            .is_some()
     };
     tokio::time::timeout(Duration::from_secs(10), async {
         while !ready() {
@@ -127,7 +131,7 @@ async fn an_account_with_room_left_writes_no_summary() {
     send(&gw, "s1", "Refactor the parser").await;
     send(&gw, "s1", "Go on").await;
     assert_eq!(bodies(&fake, "sk-1").len(), 2, "no summary call below the 0.85 default threshold");
-    assert!(gw.state.handoffs.ready(SessionId::of("header:s1"), "relay", gw.state.engine.now()).is_none());
+    assert!(gw.state.routing.handoffs.ready(SessionId::of("header:s1"), "relay", gw.state.engine.now()).is_none());
     for (config, field) in [
         (json!({"handoffThreshold": 0.99}), "config.handoffThreshold"),
         (json!({"handoffProviders": ["nope"]}), "config.handoffProviders.0"),

@@ -181,7 +181,7 @@ async fn malformed_context_is_400_lease_context_invalid_naming_the_field_and_cha
             (json!("LEASE_CONTEXT_INVALID"), json!(field))
         );
     }
-    assert!(s.gw.state.leases.active().is_empty(), "nothing was taken");
+    assert!(s.gw.state.routing.leases.active().is_empty(), "nothing was taken");
     s.gw.stop().await;
 }
 
@@ -381,10 +381,13 @@ async fn the_database_refuses_a_second_active_lease_of_one_connection_or_owner()
         expires_at: i64::MAX,
     };
     let db = &s.gw.state.db;
-    assert!(matches!(insert(db, &lease("1", 'a', "c-x"), 0).await.unwrap(), Taken::Yes));
-    assert!(matches!(insert(db, &lease("2", 'b', "c-x"), 0).await.unwrap(), Taken::Conflict), "same connection");
-    assert!(matches!(insert(db, &lease("3", 'a', "c-y"), 0).await.unwrap(), Taken::Conflict), "same owner");
-    assert!(matches!(insert(db, &lease("4", 'b', "c-y"), 0).await.unwrap(), Taken::Yes));
+    assert!(matches!(insert(db, lease("1", 'a', "c-x").active_row(0)).await.unwrap(), Taken::Yes));
+    assert!(
+        matches!(insert(db, lease("2", 'b', "c-x").active_row(0)).await.unwrap(), Taken::Conflict),
+        "same connection"
+    );
+    assert!(matches!(insert(db, lease("3", 'a', "c-y").active_row(0)).await.unwrap(), Taken::Conflict), "same owner");
+    assert!(matches!(insert(db, lease("4", 'b', "c-y").active_row(0)).await.unwrap(), Taken::Yes));
     s.gw.stop().await;
 }
 

@@ -171,7 +171,7 @@ async fn logs_filter_by_provider_and_status() {
     gw.chat(chat_body("openai/gpt-4o-mini", false), None).await;
     gw.chat(chat_body("deepseek/deepseek-chat", false), None).await;
     gw.chat(chat_body("deepseek/deepseek-chat", false), None).await;
-    gw.state.logs.flush().await;
+    gw.state.store.logs.flush().await;
     assert_eq!(logs_query(&gw, "?provider=deepseek").await.len(), 2);
     assert_eq!(logs_query(&gw, "?provider=deepseek&status=502").await.len(), 1);
     let newest_first = logs_query(&gw, "?limit=2").await;

@@ -89,8 +89,8 @@ async fn pins_leases_and_key_uses_are_stored_on_postgres() {
     });
     let resp = gw.chat(chat_body("openai/gpt-4o-mini", false), Some(&key)).await;
     assert_eq!(resp.headers()["x-omniroute-selected-connection-id"], b.as_str());
-    gw.state.resilience_store.flush().await;
-    let pins = server::db::affinity::load(&gw.state.db, 0).await.unwrap();
+    gw.state.store.state.flush().await;
+    let pins = server::db::affinity::load(&gw.state.db, 0, server::routing::affinity::MAX_PINS).await.unwrap();
     assert_eq!((pins.len(), pins[0].connection_id.as_str()), (1, b.as_str()));
     let lease = |id: &str, who: char, conn: &str| Lease {
         id: id.into(),
@@ -102,13 +102,13 @@ async fn pins_leases_and_key_uses_are_stored_on_postgres() {
         expires_at: i64::MAX,
     };
     let db = &gw.state.db;
-    assert!(matches!(insert(db, &lease("1", 'a', &a), 0).await.unwrap(), Taken::Yes));
-    assert!(matches!(insert(db, &lease("2", 'b', &a), 0).await.unwrap(), Taken::Conflict));
-    assert!(matches!(insert(db, &lease("3", 'a', &b), 0).await.unwrap(), Taken::Conflict));
+    assert!(matches!(insert(db, lease("1", 'a', &a).active_row(0)).await.unwrap(), Taken::Yes));
+    assert!(matches!(insert(db, lease("2", 'b', &a).active_row(0)).await.unwrap(), Taken::Conflict));
+    assert!(matches!(insert(db, lease("3", 'a', &b).active_row(0)).await.unwrap(), Taken::Conflict));
     let dir = gw.stop().await;
     let gw = Gateway::start_with(dir, Some(url)).await;
     let keys = gw.get_json("/api/keys").await;
     assert!(keys["keys"][0]["lastUsedAt"].as_i64().is_some(), "{keys}");
-    assert_eq!(gw.state.leases.active().len(), 1, "the lease is restored");
+    assert_eq!(gw.state.routing.leases.active().len(), 1, "the lease is restored");
     gw.stop().await;
 }

@@ -45,8 +45,14 @@ async fn patch_queue(gw: &Gateway, queue: Value) {
 async fn until_queues(gw: &Gateway, what: &str, check: impl Fn(&[(String, u32, u32)]) -> bool) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let queues: Vec<_> =
-            gw.state.queues.snapshot().into_iter().map(|(q, c)| (q.id.clone(), c.queued, c.running)).collect();
+        let queues: Vec<_> = gw
+            .state
+            .admission
+            .queues
+            .snapshot()
+            .into_iter()
+            .map(|(q, c)| (q.id.clone(), c.queued, c.running))
+            .collect();
         if check(&queues) {
             return;
         }
@@ -95,7 +101,7 @@ async fn starts_are_spaced_by_the_min_time_and_all_are_served() {
     let answers = futures_util::future::join_all((0..5).map(|_| gw.chat(body.clone(), None))).await;
     assert!(answers.iter().all(|a| a.status() == 200));
     assert!(started.elapsed() < Duration::from_secs(30), "not paced");
-    assert!(gw.state.queues.snapshot().is_empty(), "no queue was even made");
+    assert!(gw.state.admission.queues.snapshot().is_empty(), "no queue was even made");
 }
 
 #[tokio::test]
@@ -322,7 +328,7 @@ async fn the_protection_switch_is_three_state_and_only_post_changes_it() {
     assert_eq!((status, &body["protected"]), (200, &json!(false)), "false opts out under auto-enable");
     assert_eq!(enabled(&gw.get_json("/api/rate-limits").await), json!(false));
     gw.chat(chat_body("openai/gpt-4o-mini", false), None).await;
-    assert!(gw.state.queues.snapshot().is_empty(), "an opted-out connection has no queue");
+    assert!(gw.state.admission.queues.snapshot().is_empty(), "an opted-out connection has no queue");
     let (_, body) = set_protection(&gw, json!({"connectionId": id, "enabled": null})).await;
     assert_eq!((&body["enabled"], &body["protected"]), (&Value::Null, &json!(true)), "null follows auto-enable again");
     // Bad input changes nothing.

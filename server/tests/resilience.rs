@@ -250,7 +250,7 @@ async fn when_every_connection_is_cooling_the_request_waits_for_the_first() {
     fake.push_rule(limited("1"));
     assert_eq!(gw.chat(chat_body("openai/gpt-4o-mini", false), None).await.status(), 429);
     let cooled_until =
-        gw.state.engine.health(&gw.state.connections.snapshot().candidates("openai")[0].id).rate_limited_until;
+        gw.state.engine.health(&gw.state.routing.connections.snapshot().candidates("openai")[0].id).rate_limited_until;
     let resp = gw.chat(chat_body("openai/gpt-4o-mini", false), None).await;
     assert_eq!(resp.status(), 200, "waited for the 1 s cooldown, then served");
     assert!(gw.state.engine.now() >= cooled_until.unwrap(), "not before the cooldown ended");

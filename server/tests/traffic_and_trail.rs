@@ -22,7 +22,7 @@ fn fail(key: &str) -> Rule {
 
 /// The rows of one request, oldest first.
 async fn trail(gw: &Gateway, request_id: &str) -> Vec<Value> {
-    gw.state.logs.flush().await;
+    gw.state.store.logs.flush().await;
     let body = gw.get_json(&format!("/api/logs?requestId={request_id}")).await;
     body["logs"].as_array().unwrap().clone()
 }

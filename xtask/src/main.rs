@@ -1,6 +1,6 @@
 //! Build orchestration without network downloads (replaces cargo-leptos
 //! and Trunk): `cargo xtask build [--release] | serve [--release] [-- ARGS]
-//! | test | e2e [-- PLAYWRIGHT ARGS] | e2e-clients | bench | chaos [--seconds N] [--seed S] | heap | login-flood | soak [--minutes N]`.
+//! | test | e2e [-- PLAYWRIGHT ARGS] | e2e-clients | bench | chaos [--seconds N] [--seed S] | heap | layers | login-flood | soak [--minutes N]`.
 //! See ARCHITECTURE.md §3.
 
 mod bench;
@@ -9,6 +9,7 @@ mod chaos;
 mod e2e;
 mod e2e_clients;
 mod heap;
+mod layers;
 mod login_flood;
 mod postgres;
 mod soak;
@@ -38,15 +39,17 @@ fn main() -> anyhow::Result<()> {
         Some("bench") => bench::run(),
         Some("chaos") => chaos::run(&chaos::Options::parse(&args)?),
         Some("heap") => heap::run(),
+        Some("layers") => layers::run(),
         Some("login-flood") => login_flood::run(),
         Some("soak") => soak::run(&args),
         _ => bail!(
-            "usage: cargo xtask <build [--release] | serve [--release] [-- ARGS] | test | e2e [-- ARGS] | e2e-clients | bench | chaos [--seconds N] [--seed S] | heap | login-flood | soak [--minutes N]>"
+            "usage: cargo xtask <build [--release] | serve [--release] [-- ARGS] | test | e2e [-- ARGS] | e2e-clients | bench | chaos [--seconds N] [--seed S] | heap | layers | login-flood | soak [--minutes N]>"
         ),
     }
 }
 
-/// Everything CI checks: formatting, lints (the browser's build too), unit +
+/// Everything CI checks: formatting, lints (the browser's build too), the
+/// layers of `docs/architecture.md` against the imports, unit +
 /// integration tests, the site build, the browser tests, the release bundle's weight, a chaos
 /// run, a heap run and the login flood drill.
 fn test() -> anyhow::Result<()> {
@@ -55,6 +58,8 @@ fn test() -> anyhow::Result<()> {
     util::run(util::cargo().args(["fmt", "--all", "--", "--check"]))?;
     util::step("cargo clippy");
     util::run(util::cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
+    util::step("layers (docs/architecture.md)");
+    layers::run()?;
     util::step("cargo test");
     util::run(util::cargo().args(["test", "--workspace"]))?;
     util::step("Postgres tests (throwaway cluster)");

@@ -14,7 +14,7 @@ use crate::{
     },
 };
 
-pub const PATH: &str = "/get-started";
+use crate::paths::GET_STARTED as PATH;
 
 /// Stands in for the key in the snippets until one is created here.
 const KEY_PLACEHOLDER: &str = "<your key>";

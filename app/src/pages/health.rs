@@ -47,7 +47,11 @@ fn Summary(r: HealthReport) -> impl IntoView {
         " · up {} · {} MB · database {} · breakers: {} open, {} half-open, {} degraded, {} closed",
         crate::format::duration(r.system.uptime_s * 1000),
         r.system.rss_bytes / 1_048_576,
-        if r.db.ok { "ok" } else { "unreachable" },
+        match (r.db.ok, r.db.log_rows_dropped) {
+            (false, _) => "unreachable".to_owned(),
+            (true, 0) => "ok".to_owned(),
+            (true, n) => format!("ok, {n} log rows dropped while it fell behind"),
+        },
         counts.open,
         counts.half_open,
         counts.degraded,

@@ -124,6 +124,12 @@ impl Strategy {
         }
     }
 
+    /// Whether a request to such a combo makes several calls (fusion's
+    /// panel and judge, pipeline's steps) instead of one attempt loop.
+    pub fn is_multi_call(self) -> bool {
+        matches!(self, Self::Fusion | Self::Pipeline)
+    }
+
     /// One line on when to pick it, for the dashboard.
     pub fn explain(self) -> &'static str {
         match self {

@@ -101,8 +101,13 @@ pub struct SystemInfo {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct DbInfo {
     pub ok: bool,
+    /// Request log rows dropped since start because the database fell
+    /// behind (the oldest queued rows go first).
+    #[serde(default)]
+    pub log_rows_dropped: u64,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

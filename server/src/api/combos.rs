@@ -27,7 +27,7 @@ pub async fn create(
     State(state): State<Arc<AppState>>,
     StrictJson(combo): StrictJson<Combo>,
 ) -> Result<(StatusCode, Json<Combo>), ApiError> {
-    if state.combos.get(&combo.name).is_some() {
+    if state.routing.combos.get(&combo.name).is_some() {
         return Err(ApiError::Body(
             StatusCode::CONFLICT,
             format!("combo {:?} exists; use PUT to replace it", combo.name),

@@ -5,11 +5,12 @@ use app::types::FieldError;
 use axum::{
     body::Bytes,
     extract::{FromRequest, Request},
-    http::{StatusCode, header::CONTENT_TYPE},
+    http::StatusCode,
 };
 use serde::de::DeserializeOwned;
 
 use super::error::ApiError;
+use crate::auth::cross_site::is_json;
 
 pub struct StrictJson<T>(pub T);
 
@@ -23,11 +24,6 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for StrictJson<T> {
         let bytes = Bytes::from_request(req, state).await.map_err(|e| ApiError::Body(e.status(), e.body_text()))?;
         parse(&bytes).map(StrictJson)
     }
-}
-
-/// Whether the body is declared as JSON.
-pub fn is_json(headers: &axum::http::HeaderMap) -> bool {
-    headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|ct| ct.starts_with("application/json"))
 }
 
 fn unsupported_media_type() -> ApiError {

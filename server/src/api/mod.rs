@@ -1,6 +1,7 @@
 //! The `/api/*` management REST API. Handlers extract and delegate to
 //! `services`; every route but login needs an admin (guard).
 
+pub mod admin;
 pub mod auth;
 pub mod combos;
 pub mod error;
@@ -20,7 +21,10 @@ use axum::{
 };
 use std::sync::Arc;
 
-use crate::{api::error::ApiError, auth::identity::is_admin, state::AppState};
+use crate::{
+    api::{admin::is_admin, error::ApiError},
+    state::AppState,
+};
 
 pub fn router(state: &Arc<AppState>) -> Router<Arc<AppState>> {
     let protected = Router::new()

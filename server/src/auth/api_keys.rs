@@ -13,9 +13,8 @@ use std::{
         atomic::{AtomicI64, Ordering},
     },
 };
-use tokio::sync::mpsc::UnboundedSender;
 
-use crate::{db::api_keys, resilience::clock::Clock, resilience_store::Change};
+use crate::{db::api_keys, outbox::Outbox, resilience::clock::Clock};
 
 /// A key's use is stored at most this often (the list shows the time to
 /// the minute).
@@ -64,22 +63,24 @@ impl KeyEntry {
 pub struct KeyRegistry {
     by_hash: ArcSwap<HashMap<String, Arc<KeyEntry>>>,
     clock: Arc<dyn Clock>,
-    changes: Option<UnboundedSender<Change>>,
+    uses: Arc<KeyUses>,
 }
 
+/// Where the registry leaves the keys' uses for the store: key id → last
+/// use (epoch ms), the newest per key.
+pub type KeyUses = Outbox<String, i64>;
+
 impl KeyRegistry {
-    pub fn new(clock: Arc<dyn Clock>, changes: Option<UnboundedSender<Change>>) -> Self {
-        Self { by_hash: ArcSwap::default(), clock, changes }
+    pub fn new(clock: Arc<dyn Clock>, uses: Arc<KeyUses>) -> Self {
+        Self { by_hash: ArcSwap::default(), clock, uses }
     }
 
     /// The key presented, if valid; its use is recorded.
     pub fn lookup(&self, presented: &str) -> Option<Arc<KeyEntry>> {
         let entry = self.by_hash.load().get(&super::sha256_hex(presented)).cloned()?;
         let now = self.clock.now_ms();
-        if entry.used(now)
-            && let Some(tx) = &self.changes
-        {
-            let _ = tx.send(Change::KeyUsed(entry.id.clone(), now));
+        if entry.used(now) {
+            self.uses.put(entry.id.clone(), now);
         }
         Some(entry)
     }

@@ -18,18 +18,12 @@
 //!
 //! The same module tells whether a request arrived over https (directly
 //! never — the binary speaks plain HTTP — or through a trusted proxy's
-//! `X-Forwarded-Proto`), which decides the cookie's `Secure` flag.
+//! `X-Forwarded-Proto`), which decides the cookie's `Secure` flag. The
+//! middleware that applies both sits with the routes (`web::cross_site`).
 
-use axum::{
-    extract::{Request, State},
-    http::{HeaderMap, HeaderValue, Method, StatusCode, header},
-    middleware::Next,
-    response::{IntoResponse, Response},
-};
-use std::sync::Arc;
+use axum::http::{HeaderMap, Method, header};
 
-use super::{identity::presented_key, identity::session_token, sessions};
-use crate::{api::error::ApiError, config::SecureCookie, state::AppState};
+use super::identity::{presented_key, session_token};
 
 /// Why a request was refused.
 #[derive(Debug, PartialEq, Eq)]
@@ -62,7 +56,7 @@ pub fn check(facts: &Facts<'_>) -> Result<(), Refusal> {
     if !sent_by_this_site(facts.headers, facts.trust_proxy) {
         return Err(Refusal::CrossSite);
     }
-    if facts.is_api && has_cookie && !crate::api::json::is_json(facts.headers) {
+    if facts.is_api && has_cookie && !is_json(facts.headers) {
         return Err(Refusal::NotJson);
     }
     Ok(())
@@ -99,55 +93,9 @@ fn first_value<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name)?.to_str().ok()?.split(',').next().map(str::trim).filter(|v| !v.is_empty())
 }
 
-/// Middleware for `/api/*`, `/sfn/*` and the pages: refuses cross-site
-/// changes, and marks the session cookie `Secure` when the client is on
-/// https (or `OMNIROUTE_SECURE_COOKIE=true`).
-pub async fn guard(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
-    let trust_proxy = state.config.trust_proxy;
-    let is_api = req.uri().path().starts_with("/api/");
-    let facts = Facts { method: req.method(), headers: req.headers(), is_api, trust_proxy };
-    match check(&facts) {
-        Ok(()) => {}
-        Err(refusal) => {
-            tracing::warn!(path = req.uri().path(), ?refusal, "cross-site request refused");
-            return refusal_response(refusal, is_api);
-        }
-    }
-    let secure = match state.config.secure_cookie {
-        SecureCookie::Always => true,
-        SecureCookie::Never => false,
-        SecureCookie::Auto => is_https(req.headers(), trust_proxy),
-    };
-    let mut resp = next.run(req).await;
-    if secure {
-        mark_session_cookie_secure(resp.headers_mut());
-    }
-    resp
-}
-
-fn refusal_response(refusal: Refusal, is_api: bool) -> Response {
-    let (status, message) = match refusal {
-        Refusal::CrossSite => (StatusCode::FORBIDDEN, "Cross-site request refused: send it from the dashboard itself"),
-        Refusal::NotJson => (
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "Content-Type must be application/json for a request signed in with the dashboard session",
-        ),
-    };
-    if is_api { ApiError::Body(status, message.into()).into_response() } else { (status, message).into_response() }
-}
-
-fn mark_session_cookie_secure(headers: &mut HeaderMap) {
-    let prefix = format!("{}=", sessions::COOKIE);
-    let header::Entry::Occupied(mut cookies) = headers.entry(header::SET_COOKIE) else { return };
-    for value in cookies.iter_mut() {
-        let Ok(text) = value.to_str() else { continue };
-        if text.starts_with(&prefix)
-            && !text.contains("; Secure")
-            && let Ok(secure) = HeaderValue::from_str(&format!("{text}; Secure"))
-        {
-            *value = secure;
-        }
-    }
+/// Whether the body is declared as JSON.
+pub fn is_json(headers: &HeaderMap) -> bool {
+    headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|ct| ct.starts_with("application/json"))
 }
 
 #[cfg(test)]
@@ -215,16 +163,5 @@ mod tests {
         assert_eq!(public_host(&h, false), Some("127.0.0.1:20128"));
         assert_eq!(public_host(&h, true), Some("gw.example.com"));
         assert!(!is_https(&h, false) && is_https(&h, true));
-    }
-
-    #[test]
-    fn only_the_session_cookie_is_marked_secure() {
-        let mut h = HeaderMap::new();
-        h.append(header::SET_COOKIE, sessions::set_cookie("tok").parse().unwrap());
-        h.append(header::SET_COOKIE, "other=1; Path=/".parse().unwrap());
-        mark_session_cookie_secure(&mut h);
-        let all: Vec<_> = h.get_all(header::SET_COOKIE).iter().map(|v| v.to_str().unwrap().to_owned()).collect();
-        assert!(all[0].ends_with("; Secure"), "{all:?}");
-        assert_eq!(all[1], "other=1; Path=/");
     }
 }

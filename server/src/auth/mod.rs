@@ -6,6 +6,7 @@ pub mod api_keys;
 pub mod cross_site;
 pub mod identity;
 pub mod login_throttle;
+pub mod new_keys;
 pub mod password;
 pub mod redact;
 pub mod secrets;
@@ -31,4 +32,16 @@ pub fn sha256_hex(s: &str) -> String {
 pub fn secret_eq(a: &str, b: &str) -> bool {
     let (ha, hb) = (Sha256::digest(a.as_bytes()), Sha256::digest(b.as_bytes()));
     ha.iter().zip(hb.iter()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Who may call: the keys, the secret box, the sign-in throttle and the
+/// stash of keys waiting to be shown.
+pub struct Auth {
+    /// Encrypts provider credentials at rest.
+    pub secrets: secrets::SecretBox,
+    pub keys: api_keys::KeyRegistry,
+    /// Wrong admin passwords by address (`login_throttle`).
+    pub login_throttle: login_throttle::LoginThrottle,
+    /// New API keys to show once after a form post (shared by the workers).
+    pub new_keys: new_keys::NewKeyStash,
 }

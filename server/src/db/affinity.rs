@@ -1,35 +1,26 @@
 //! The `session_account_affinity` table (SPEC §R2.2): one row per pinned
 //! session and provider, keyed by the session's hash. Written behind the
-//! request by [`crate::resilience_store`]; read once at start.
+//! request by the store (`store::state`); read once at start.
 
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
-    sea_query::OnConflict,
+    ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect, sea_query::OnConflict,
 };
 
 use super::entities::session_affinity as row;
-use crate::routing::affinity::{MAX_PINS, Pin};
 
-/// The unexpired pins, most recently used first (at most [`MAX_PINS`]);
-/// expired rows are deleted.
-pub async fn load(db: &DatabaseConnection, now: i64) -> Result<Vec<row::Model>, DbErr> {
+/// The unexpired pins, most recently used first (at most `max`); expired
+/// rows are deleted.
+pub async fn load(db: &DatabaseConnection, now: i64, max: usize) -> Result<Vec<row::Model>, DbErr> {
     row::Entity::delete_many().filter(row::Column::ExpiresAt.lte(now)).exec(db).await?;
     row::Entity::find()
         .order_by_desc(row::Column::LastUsedAt)
-        .limit(u64::try_from(MAX_PINS).unwrap_or(u64::MAX))
+        .limit(u64::try_from(max).unwrap_or(u64::MAX))
         .all(db)
         .await
 }
 
-pub async fn save(db: &DatabaseConnection, session_hex: &str, provider: &str, pin: &Pin) -> Result<(), DbErr> {
-    let r = row::ActiveModel {
-        key: Set(session_hex.to_owned()),
-        provider: Set(provider.to_owned()),
-        connection_id: Set(pin.connection_id.to_string()),
-        created_at: Set(pin.created_at),
-        last_used_at: Set(pin.last_used_at),
-        expires_at: Set(pin.expires_at),
-    };
+pub async fn save(db: &DatabaseConnection, pin: row::Model) -> Result<(), DbErr> {
+    let r = row::ActiveModel::from(pin);
     use row::Column as C;
     row::Entity::insert(r)
         .on_conflict(

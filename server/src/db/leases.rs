@@ -4,12 +4,10 @@
 //! active lease of one owner or on one connection, whichever process asks.
 
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, Condition, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QuerySelect, SqlErr,
-    sea_query::Expr,
+    ColumnTrait, Condition, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QuerySelect, SqlErr, sea_query::Expr,
 };
 
 use super::entities::session_lease as row;
-use crate::routing::leases::Lease;
 
 /// What taking a lease came to in the database.
 pub enum Taken {
@@ -53,23 +51,9 @@ pub async fn last_generation(db: &DatabaseConnection, owner_hex: &str) -> Result
     Ok(max.flatten().map_or(0, |g| u64::try_from(g).unwrap_or(0)))
 }
 
-pub async fn insert(db: &DatabaseConnection, lease: &Lease, now: i64) -> Result<Taken, DbErr> {
-    let owner = lease.owner.hex();
-    let r = row::ActiveModel {
-        id: Set(lease.id.clone()),
-        owner_hash: Set(owner.clone()),
-        key_id: Set(lease.key_id.clone()),
-        provider: Set(lease.provider.to_owned()),
-        connection_id: Set(lease.connection_id.to_string()),
-        generation: Set(i64::try_from(lease.generation).unwrap_or(i64::MAX)),
-        state: Set("ACTIVE".into()),
-        active_owner: Set(Some(owner)),
-        active_connection: Set(Some(lease.connection_id.to_string())),
-        created_at: Set(now),
-        expires_at: Set(lease.expires_at),
-        released_at: Set(None),
-        release_reason: Set(None),
-    };
+/// Inserts an active lease row (see `routing::leases::Lease::active_row`).
+pub async fn insert(db: &DatabaseConnection, active: row::Model) -> Result<Taken, DbErr> {
+    let r = row::ActiveModel::from(active);
     match row::Entity::insert(r).exec(db).await {
         Ok(_) => Ok(Taken::Yes),
         Err(e) if matches!(e.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => Ok(Taken::Conflict),

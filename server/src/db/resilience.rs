@@ -1,7 +1,7 @@
 //! Where the resilience engine's durable state lives: breakers in
 //! `domain_circuit_breakers`, connection health in the cooldown columns of
 //! `provider_connections`. Written behind the request by
-//! [`crate::resilience_store`]; read once at start.
+//! the store (`store::state`); read once at start.
 
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, sea_query::OnConflict,

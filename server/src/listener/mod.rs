@@ -19,6 +19,7 @@
 
 pub mod body;
 mod capacity;
+mod shutdown;
 mod sniff;
 pub mod watched;
 
@@ -40,23 +41,40 @@ use tokio::{
 use tower::ServiceExt;
 
 pub use capacity::{Capacity, raise_fd_limit};
+pub use shutdown::Shutdown;
 
-use crate::{config::ClientLimits, state::AppState};
+use crate::config::ClientLimits;
 use watched::{Activity, Timeouts, Watched};
 
 /// After the grace period, how long open streams get to write their
 /// error event before their connections are dropped.
 const FINAL_FLUSH: Duration = Duration::from_secs(1);
 
-/// Serves `listener` until `stop` turns true, then shuts down as the
-/// module explains.
+/// The client side of the gateway: its connection budget and limits, and
+/// the shutdown grace its open streams wait for.
+pub struct Clients {
+    pub capacity: Capacity,
+    pub shutdown: Shutdown,
+    pub limits: ClientLimits,
+    /// How long in-flight requests may finish after the listener stops.
+    pub grace: Duration,
+}
+
+impl Clients {
+    pub fn new(limits: ClientLimits, grace: Duration) -> Self {
+        Self { capacity: Capacity::new(limits.max_connections), shutdown: Shutdown::default(), limits, grace }
+    }
+}
+
+/// Serves `app` on `listener` until `stop` turns true, then shuts down as
+/// the module explains.
 pub async fn serve_until_stopped(
-    state: &Arc<AppState>,
+    app: Router,
+    clients: &Clients,
     listener: TcpListener,
     mut stop: watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
-    let app = crate::router(state.clone());
-    let limits = state.config.client;
+    let limits = clients.limits;
     let (closing_tx, closing) = watch::channel(false);
     let mut connections = JoinSet::new();
     loop {
@@ -65,7 +83,7 @@ pub async fn serve_until_stopped(
             accepted = listener.accept() => match accepted {
                 Ok((tcp, peer)) => {
                     let _ = tcp.set_nodelay(true);
-                    match state.client_capacity.admit() {
+                    match clients.capacity.admit() {
                         Some(permit) => {
                             connections.spawn(serve_connection(tcp, peer, app.clone(), limits, closing.clone(), permit));
                         }
@@ -87,11 +105,11 @@ pub async fn serve_until_stopped(
     drop(listener);
     tracing::debug!(open = connections.len(), "no new connections; waiting for in-flight requests");
     let _ = closing_tx.send(true);
-    let grace = state.config.shutdown_grace;
+    let grace = clients.grace;
     if tokio::time::timeout(grace, drain(&mut connections)).await.is_err() {
         let open = connections.len();
         tracing::warn!(grace_ms = grace.as_millis() as u64, open, "grace period over; ending open streams");
-        state.shutdown.grace_over();
+        clients.shutdown.grace_over();
         let _ = tokio::time::timeout(FINAL_FLUSH, drain(&mut connections)).await;
         connections.shutdown().await;
     }
@@ -186,35 +204,6 @@ impl Served {
                     tracing::debug!(%peer, error = %e, "client connection ended during shutdown");
                 }
             }
-        }
-    }
-}
-
-/// The end of the shutdown grace, as open streams wait for it.
-pub struct Shutdown(watch::Sender<bool>);
-
-impl Default for Shutdown {
-    fn default() -> Self {
-        Self(watch::channel(false).0)
-    }
-}
-
-impl Shutdown {
-    /// Tells every open stream that the grace period is over.
-    pub fn grace_over(&self) {
-        self.0.send_replace(true);
-    }
-
-    /// Whether the grace period is over: what is cut now is cut by the shutdown.
-    pub fn is_over(&self) -> bool {
-        *self.0.borrow()
-    }
-
-    /// Resolves once the grace period is over.
-    pub fn wait(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
-        let mut over = self.0.subscribe();
-        async move {
-            let _ = over.wait_for(|o| *o).await;
         }
     }
 }

@@ -28,7 +28,7 @@ pub fn check(peer: Option<IpAddr>, method: &Method, headers: &HeaderMap, listen_
     if !peer.is_some_and(|ip| ip.to_canonical().is_loopback()) {
         return Err(Refusal::NotLoopback);
     }
-    if *method == Method::POST && !crate::api::json::is_json(headers) {
+    if *method == Method::POST && !crate::auth::cross_site::is_json(headers) {
         return Err(Refusal::NotJson);
     }
     let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).map(host_name);

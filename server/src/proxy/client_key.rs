@@ -22,8 +22,8 @@ use crate::{
         api_keys::KeyEntry,
         identity::{peer_ip, presented_key},
     },
-    request_log::request_row,
     state::AppState,
+    store::AttemptRecord,
 };
 
 /// Middleware for `/v1/*`: checks the client key and attaches its
@@ -33,18 +33,18 @@ pub async fn require_client_key(State(state): State<Arc<AppState>>, mut req: Req
     let refused = |e: ProxyError, req: &Request| {
         let (protocol, endpoint) = client_protocol(req.uri().path());
         let request_id = req.extensions().get::<RequestId>().map_or("", |id| id.0.as_str());
-        log_refused(&state, request_row(request_id, endpoint, false), &e);
+        log_refused(&state, AttemptRecord::request(request_id, endpoint, false), &e);
         e.into_response_as(protocol)
     };
     let key = presented_key(req.headers());
-    if let Some(entry) = key.and_then(|k| state.keys.lookup(k)) {
+    if let Some(entry) = key.and_then(|k| state.auth.keys.lookup(k)) {
         if !entry.has(Scope::Inference) {
             return refused(ProxyError::forbidden("this API key lacks the inference scope"), &req);
         }
         req.extensions_mut().insert::<Arc<KeyEntry>>(entry);
         return next.run(req).await;
     }
-    if state.keys.any() {
+    if state.auth.keys.any() {
         if key.is_some() {
             return refused(ProxyError::invalid_key(), &req);
         }

@@ -14,7 +14,7 @@ use serde_json::json;
 use app::types::Protocol;
 
 use super::context::SELECTED_CONNECTION;
-use crate::{protocols::gemini_inbound, request_log::AttemptRecord, state::AppState};
+use crate::{protocols::gemini_inbound, state::AppState, store::AttemptRecord};
 
 #[derive(Debug, Clone)]
 pub struct ProxyError {
@@ -189,7 +189,7 @@ fn anthropic_type(status: StatusCode) -> &'static str {
 /// calling any upstream: `row` (who asked, for what) with the status and
 /// code the client gets.
 pub fn log_refused(state: &AppState, row: AttemptRecord, e: &ProxyError) {
-    state.logs.record(AttemptRecord {
+    state.store.logs.record(AttemptRecord {
         status: i32::from(e.status.as_u16()),
         error_kind: Some(e.code.to_owned()),
         error_message: Some(e.message.clone()),

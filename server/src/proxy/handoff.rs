@@ -18,14 +18,11 @@ use app::types::combo::{Combo, ComboTarget};
 use axum::response::Response;
 use std::sync::Arc;
 
-use super::{
-    context::SELECTED_CONNECTION, dispatch::plan::Plan, errors::ProxyError, multi, request::ClientRequest,
-    route::Inbound,
-};
+use super::{context::SELECTED_CONNECTION, errors::ProxyError, multi, request::ClientRequest, route::Inbound};
 use crate::{
     auth::api_keys::KeyEntry,
     protocols::ir,
-    routing::{affinity::SessionId, handoffs::Handoff, quota::QuotaSource},
+    routing::{affinity::SessionId, handoffs::Handoff, plan::Plan, quota::QuotaSource},
     state::AppState,
 };
 
@@ -49,7 +46,7 @@ pub fn prepared(
     req: &ClientRequest,
 ) -> Result<Option<(Arc<Handoff>, ClientRequest)>, ProxyError> {
     let Some(session) = req.session() else { return Ok(None) };
-    let Some(handoff) = state.handoffs.ready(session, &combo.name, state.engine.now()) else { return Ok(None) };
+    let Some(handoff) = state.routing.handoffs.ready(session, &combo.name, state.engine.now()) else { return Ok(None) };
     let noted = req.derived(&req.model, req.stream, |r| r.system.insert(0, handoff.note.clone()))?;
     Ok(Some((handoff, noted)))
 }
@@ -66,7 +63,7 @@ pub fn after_served(
 ) {
     let Some(session) = req.session() else { return };
     let served = response.headers().get(SELECTED_CONNECTION).and_then(|v| v.to_str().ok());
-    let snapshot = state.connections.snapshot();
+    let snapshot = state.routing.connections.snapshot();
     let Some(conn) = served.and_then(|id| snapshot.connection(id)) else { return };
     let provider = conn.provider.id;
     let Some(target) = plan.targets.iter().find_map(|p| {
@@ -76,14 +73,14 @@ pub fn after_served(
         return;
     };
     let now = state.engine.now();
-    let source: &dyn QuotaSource = &state.quotas;
+    let source: &dyn QuotaSource = &state.routing.quotas;
     let Some(quota) = source.quota(&conn.id, &target.model, now) else { return };
     let used = quota.used();
     let cfg = &combo.config;
     if !(cfg.handoff_threshold()..EXHAUSTED).contains(&used) || !cfg.hands_off(provider) {
         return;
     }
-    if !state.handoffs.claim(session, &combo.name, now) {
+    if !state.routing.handoffs.claim(session, &combo.name, now) {
         return;
     }
     let model = cfg.handoff_model.clone().unwrap_or_else(|| format!("{provider}/{}", target.model));
@@ -91,7 +88,7 @@ pub fn after_served(
         Ok(summary) => summary,
         Err(e) => {
             tracing::warn!(request_id = inbound.request_id, combo = %combo.name, "no handoff: {}", e.message);
-            state.handoffs.abandon(session, &combo.name);
+            state.routing.handoffs.abandon(session, &combo.name);
             return;
         }
     };
@@ -145,11 +142,11 @@ impl Writer {
                 let note = format!("<context_handoff>\n{}\n</context_handoff>", text.trim());
                 let handoff =
                     Handoff { from_connection: self.from_connection, note, expires_at_ms: self.expires_at_ms };
-                self.state.handoffs.store(self.session, &self.combo, handoff);
+                self.state.routing.handoffs.store(self.session, &self.combo, handoff);
             }
             Err(why) => {
                 tracing::warn!(request_id = %self.request_id, combo = %self.combo, reason = %why.reason, "context handoff not written");
-                self.state.handoffs.abandon(self.session, &self.combo);
+                self.state.routing.handoffs.abandon(self.session, &self.combo);
             }
         }
     }

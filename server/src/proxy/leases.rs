@@ -17,10 +17,14 @@ use axum::{
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-use super::{dispatch::plan::Plan, errors::ProxyError};
+use super::errors::ProxyError;
 use crate::{
     auth::{api_keys::KeyEntry, identity::presented_key},
-    routing::leases::{Lease, Owner, Stale},
+    routing::{
+        leases::{Lease, Owner, Stale},
+        plan::Plan,
+        resolve::ResolveError,
+    },
     services::leases::{self as service, DEFAULT_TTL_MS, LeaseError, MAX_TTL_MS, MIN_TTL_MS},
     state::AppState,
 };
@@ -91,7 +95,7 @@ pub async fn fenced(
     plan: &Plan,
 ) -> Result<Lease, ProxyError> {
     let key = key.ok_or_else(|| stale(Stale::ForeignKey))?;
-    let lease = state.leases.fence(&ctx.owner, ctx.generation, &key.id).map_err(stale)?;
+    let lease = state.routing.leases.fence(&ctx.owner, ctx.generation, &key.id).map_err(stale)?;
     let model = match (&plan.combo, plan.targets.first().and_then(|t| t.target.as_ref())) {
         (None, Some(target)) if target.provider.id == lease.provider => target.model.clone(),
         _ => String::new(),
@@ -131,7 +135,7 @@ pub async fn handle(State(state): State<Arc<AppState>>, headers: HeaderMap, body
 /// One lifecycle call, checked in the order of the response matrix:
 /// authentication, scope, content type, owner, body.
 async fn lifecycle(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Result<Response, ProxyError> {
-    let key = presented_key(headers).and_then(|k| state.keys.lookup(k)).ok_or_else(ProxyError::invalid_key)?;
+    let key = presented_key(headers).and_then(|k| state.auth.keys.lookup(k)).ok_or_else(ProxyError::invalid_key)?;
     if !key.has(Scope::LeaseExclusive) || key.allowed_connections.as_ref().is_none_or(Vec::is_empty) {
         return Err(ProxyError::forbidden(
             "this API key lacks the lease:exclusive scope or allowed connections for its leases",
@@ -155,7 +159,7 @@ async fn lifecycle(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Result
         }
     };
     match done {
-        Ok(Some(lease)) => Ok(active(&lease, state.leases.now())),
+        Ok(Some(lease)) => Ok(active(&lease, state.routing.leases.now())),
         Ok(None) => Ok(axum::Json(json!({"state": "RELEASED"})).into_response()),
         Err(e) => answer_error(e, &key),
     }
@@ -176,7 +180,25 @@ fn active(lease: &Lease, now: i64) -> Response {
 fn answer_error(e: LeaseError, key: &KeyEntry) -> Result<Response, ProxyError> {
     match e {
         LeaseError::Stale(why) => Err(stale(why)),
-        LeaseError::Routing(e) => Err(e),
+        LeaseError::Model(e) => {
+            let status =
+                if matches!(e, ResolveError::Unknown(_)) { StatusCode::NOT_FOUND } else { StatusCode::BAD_REQUEST };
+            let e = ProxyError::new(status, "invalid_request_error", "model_not_found", e.to_string());
+            Err(ProxyError { param: Some("model".into()), ..e })
+        }
+        LeaseError::NoCredentials { provider } => {
+            let message =
+                format!("No active credentials for provider: {provider} among this key's allowed connections");
+            Err(ProxyError::new(StatusCode::NOT_FOUND, "server_error", "no_active_credentials", message))
+        }
+        LeaseError::BreakerOpen { provider } => {
+            let message = format!("Provider {provider} circuit breaker is open");
+            Err(ProxyError::new(StatusCode::SERVICE_UNAVAILABLE, "server_error", "provider_circuit_open", message))
+        }
+        LeaseError::AllCooling { provider } => {
+            let message = format!("Every allowed connection of {provider} is cooling down or unavailable");
+            Err(ProxyError::new(StatusCode::SERVICE_UNAVAILABLE, "server_error", "all_targets_cooling_down", message))
+        }
         LeaseError::Capacity { retry_after_secs } => {
             let body = json!({
                 "state": "WAITING_FOR_CAPACITY",

@@ -10,7 +10,7 @@ use std::{collections::HashSet, sync::Arc};
 use crate::state::AppState;
 
 pub async fn list(State(state): State<Arc<AppState>>) -> Json<Value> {
-    let snapshot = state.connections.snapshot();
+    let snapshot = state.routing.connections.snapshot();
     let mut data: Vec<Value> = Vec::new();
     for p in snapshot.active_providers() {
         let discovered = snapshot.candidates(p.id).iter().flat_map(|c| c.discovered_models.iter().map(String::as_str));
@@ -20,10 +20,16 @@ pub async fn list(State(state): State<Arc<AppState>>) -> Json<Value> {
         }
     }
     data.extend(
-        state.combos.all().iter().map(|c| json!({"id": c.name, "object": "model", "created": 0, "owned_by": "combo"})),
+        state
+            .routing
+            .combos
+            .all()
+            .iter()
+            .map(|c| json!({"id": c.name, "object": "model", "created": 0, "owned_by": "combo"})),
     );
     data.extend(
         state
+            .routing
             .aliases
             .all()
             .into_iter()

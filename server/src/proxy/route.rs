@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use super::{
     context::RequestId,
-    dispatch::{self, plan::Plan},
+    dispatch,
     errors::ProxyError,
     handoff,
     leases::{self, LeaseContext},
@@ -30,12 +30,14 @@ use super::{
 };
 use crate::{
     auth::api_keys::KeyEntry,
-    request_log::AttemptRecord,
     routing::{
+        plan::Plan,
         registry::Snapshot,
         resolve::{ResolveError, Target, resolve},
+        view::Asker,
     },
     state::AppState,
+    store::AttemptRecord,
 };
 
 /// Who is asking, on which endpoint.
@@ -92,7 +94,7 @@ pub fn handle(
             Err(e) => return e.into_response_as(protocol),
         };
         let heartbeat = state.config.sse_heartbeat_interval;
-        let shutdown = state.shutdown.wait();
+        let shutdown = state.clients.shutdown.wait();
         let stream = req.stream;
         let answer = async move {
             let req = Arc::new(req);
@@ -155,14 +157,21 @@ pub async fn serve(state: &Arc<AppState>, req: &ClientRequest, inbound: &Inbound
 
 /// Serves `req` by what its model names: a combo's plan, or one target.
 async fn planned(state: &Arc<AppState>, req: &ClientRequest, inbound: &Inbound<'_>) -> Result<Response, ProxyError> {
-    let snapshot = state.connections.snapshot();
+    let snapshot = state.routing.connections.snapshot();
     // An alias stands for a combo or a provider/model (SPEC §A).
-    let aliased = state.aliases.resolve(&req.model);
+    let aliased = state.routing.aliases.resolve(&req.model);
     let model = aliased.as_deref().unwrap_or(&req.model);
-    let plan = match state.combos.get(model) {
+    let plan = match state.routing.combos.get(model) {
         // fusion and pipeline make several calls of their own.
-        Some(combo) if multi::runs(combo.strategy) => return multi::serve(state, req, inbound, combo).await,
-        Some(combo) => Plan::combo(combo, &snapshot, state, inbound.key, req.session()),
+        Some(combo) if combo.strategy.is_multi_call() => return multi::serve(state, req, inbound, combo).await,
+        Some(combo) => {
+            let settings = state.resilience.current();
+            let asker = match inbound.lease {
+                Some(_) => Asker::unfenced(inbound.key),
+                None => Asker::new(inbound.key, None),
+            };
+            Plan::combo(combo, &state.view(&snapshot, &settings), &asker, req.session())
+        }
         None => {
             Plan::single(resolved(model, &snapshot).map_err(|e| unknown_model(state, req, inbound, model, e))?, None)
         }
@@ -189,7 +198,7 @@ pub async fn serve_member(
     if member.combo_ref().is_some() {
         return Box::pin(serve(state, req, inbound)).await;
     }
-    let snapshot = state.connections.snapshot();
+    let snapshot = state.routing.connections.snapshot();
     let plan = Plan::single(resolved(&member.model, &snapshot)?, member.connection_id.clone());
     serve_plan(state, req, inbound, &snapshot, &plan, None, None).await
 }
@@ -205,7 +214,7 @@ fn unknown_model(
 ) -> ProxyError {
     let row = AttemptRecord {
         model: model.to_owned(),
-        ..crate::request_log::request_row(inbound.request_id, inbound.endpoint, req.stream)
+        ..crate::store::AttemptRecord::request(inbound.request_id, inbound.endpoint, req.stream)
     };
     super::errors::log_refused(state, row, &e);
     e

@@ -6,7 +6,7 @@
 //! and connection carries a "quiet"/"clean" flag, and the per-provider or
 //! per-connection mutex is only taken when there is state to look at or
 //! change. Nothing here takes a process-wide lock on a healthy request, and
-//! nothing touches the database (changes go to the write-behind writer).
+//! nothing touches the database (changes go to the store's outboxes).
 
 use app::types::{
     Category,
@@ -22,6 +22,9 @@ use std::{
         atomic::{AtomicBool, AtomicI64, Ordering},
     },
 };
+use tokio::sync::Notify;
+
+use crate::outbox::Outbox;
 
 use super::{
     breaker::{Breaker, BreakerConfig, BreakerState},
@@ -38,7 +41,32 @@ use super::{
 /// against the breaker.
 pub const NETWORK_ERROR_DEDUP_MS: i64 = 5_000;
 
-pub use crate::resilience_store::Change;
+/// A change of the engine's state that the store persists (`store::state`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Change {
+    Breaker(String, Breaker),
+    Connection(String, ConnectionHealth),
+}
+
+/// Where the engine leaves its changes: the newest state of each breaker
+/// and of each connection's health that changed (see [`Outbox`]).
+#[derive(Clone)]
+pub struct EngineChanges {
+    pub breakers: Arc<Outbox<String, Breaker>>,
+    pub connections: Arc<Outbox<String, ConnectionHealth>>,
+}
+
+impl EngineChanges {
+    /// Outboxes that wake the store's writer.
+    pub fn new(wake: &Arc<Notify>) -> Self {
+        Self { breakers: Arc::new(Outbox::new(wake.clone())), connections: Arc::new(Outbox::new(wake.clone())) }
+    }
+
+    /// Outboxes nobody drains (benches, tests of the engine alone).
+    pub fn detached() -> Self {
+        Self { breakers: Outbox::detached(), connections: Outbox::detached() }
+    }
+}
 
 #[derive(Default)]
 struct ProviderSlot {
@@ -143,7 +171,7 @@ pub struct Engine {
     /// The window gate holds an entry; until then its mutex is not taken.
     windows_used: AtomicBool,
     egress: EgressMap,
-    changes: Option<tokio::sync::mpsc::UnboundedSender<Change>>,
+    changes: EngineChanges,
     /// When this engine started (its clock), where breaker history begins.
     started_ms: i64,
 }
@@ -168,8 +196,8 @@ pub fn breaker_config(settings: &ResilienceSettings, category: Category) -> Brea
 }
 
 impl Engine {
-    /// An engine whose changes go to `changes` (the persistence writer).
-    pub fn new(clock: Arc<dyn Clock>, changes: Option<tokio::sync::mpsc::UnboundedSender<Change>>) -> Self {
+    /// An engine whose changes go to `changes` (the store's outboxes).
+    pub fn new(clock: Arc<dyn Clock>, changes: EngineChanges) -> Self {
         Self {
             providers: DashMap::new(),
             connections: DashMap::new(),
@@ -189,8 +217,9 @@ impl Engine {
     }
 
     fn emit(&self, change: Change) {
-        if let Some(tx) = &self.changes {
-            let _ = tx.send(change);
+        match change {
+            Change::Breaker(provider, b) => self.changes.breakers.put(provider, b),
+            Change::Connection(id, h) => self.changes.connections.put(id, h),
         }
     }
 

@@ -6,8 +6,10 @@ pub mod breaker;
 pub mod breaker_history;
 pub mod classify;
 pub mod clock;
+pub mod combo_wait;
 pub mod concurrency;
 pub mod connection_health;
+pub mod cooldown_wait;
 pub mod egress;
 pub mod engine;
 pub mod lockout;
@@ -19,3 +21,11 @@ pub mod rules;
 pub mod settings;
 pub mod throughput;
 pub mod tool_limits;
+
+/// Who may start now (SPEC §R4): concurrency slots per connection and
+/// model, and the request queues that pace and hold the rest.
+#[derive(Default)]
+pub struct Admission {
+    pub concurrency: concurrency::Concurrency,
+    pub queues: request_queue::RequestQueues,
+}

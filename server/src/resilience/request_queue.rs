@@ -31,6 +31,13 @@ pub const REFILL_EVERY: Duration = Duration::from_secs(60);
 /// counts as wedged.
 pub const WEDGE_GRACE: Duration = Duration::from_secs(60);
 
+/// Whether a connection's requests go through its queue: its own
+/// `protection` when set, else `autoEnableApiKeyProviders` for API-key
+/// connections.
+pub fn protected(s: &RequestQueueSettings, protection: Option<bool>, api_key_auth: bool) -> bool {
+    protection.unwrap_or(s.auto_enable_api_key_providers && api_key_auth)
+}
+
 /// One queue's pace, from `requestQueue` and the connection's overrides.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rates {

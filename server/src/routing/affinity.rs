@@ -22,9 +22,12 @@
 use dashmap::DashMap;
 use sha2::{Digest, Sha256};
 use std::{collections::HashMap, sync::Arc};
-use tokio::sync::mpsc::UnboundedSender;
 
-use crate::{resilience::clock::Clock, resilience_store::Change};
+use crate::{outbox::Outbox, resilience::clock::Clock};
+
+/// Where the table leaves its changes for the store: a pin made, moved or
+/// touched (`Some`), or dropped (`None`), the newest per session and provider.
+pub type PinChanges = Outbox<PinKey, Option<Pin>>;
 
 /// Pins held at most; past it expired pins go first, then the least
 /// recently used tenth.
@@ -83,18 +86,16 @@ struct Entry {
 pub struct Affinity {
     clock: Arc<dyn Clock>,
     pins: DashMap<PinKey, Entry>,
-    changes: Option<UnboundedSender<Change>>,
+    changes: Arc<PinChanges>,
 }
 
 impl Affinity {
-    pub fn new(clock: Arc<dyn Clock>, changes: Option<UnboundedSender<Change>>) -> Self {
+    pub fn new(clock: Arc<dyn Clock>, changes: Arc<PinChanges>) -> Self {
         Self { clock, pins: DashMap::new(), changes }
     }
 
     fn store(&self, key: PinKey, pin: Option<Pin>) {
-        if let Some(tx) = &self.changes {
-            let _ = tx.send(Change::Pin(key, pin));
-        }
+        self.changes.put(key, pin);
     }
 
     /// The connection `key` is pinned to; an expired pin is dropped.
@@ -205,65 +206,73 @@ mod tests {
         PinKey { session: SessionId::of(s), provider: "openai" }
     }
 
-    fn table() -> (Arc<ManualClock>, Affinity, tokio::sync::mpsc::UnboundedReceiver<Change>) {
+    fn table() -> (Arc<ManualClock>, Affinity, Arc<PinChanges>) {
         let clock = Arc::new(ManualClock::new(1_000_000));
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        (clock.clone(), Affinity::new(clock, Some(tx)), rx)
+        let changes = PinChanges::detached();
+        (clock.clone(), Affinity::new(clock, changes.clone()), changes)
     }
 
-    fn stored(rx: &mut tokio::sync::mpsc::UnboundedReceiver<Change>) -> Vec<Option<String>> {
-        std::iter::from_fn(|| rx.try_recv().ok())
-            .map(|c| match c {
-                Change::Pin(_, pin) => pin.map(|p| p.connection_id.to_string()),
-                _ => panic!("not a pin change"),
-            })
-            .collect()
+    /// What is pending for the store since the last look: each changed
+    /// pin's connection (`None`: dropped), by session.
+    fn stored(changes: &PinChanges) -> Vec<(PinKey, Option<String>)> {
+        let mut taken: Vec<_> =
+            changes.take().into_iter().map(|(k, pin)| (k, pin.map(|p| p.connection_id.to_string()))).collect();
+        taken.sort_by_key(|(k, _)| k.session.0);
+        taken
     }
 
     #[test]
     fn a_pin_moves_to_the_connection_that_served_and_lasts_its_ttl_from_last_use() {
-        let (clock, pins, mut rx) = table();
+        let (clock, pins, changes) = table();
         assert_eq!(pins.pinned(&key("s"), TTL), None);
         pins.served(key("s"), "c2", TTL);
+        assert_eq!(stored(&changes), [(key("s"), Some("c2".into()))], "made");
         assert_eq!(pins.pinned(&key("s"), TTL).as_deref(), Some("c2"));
         assert_eq!(pins.pinned(&key("other"), TTL), None, "another session is not pinned");
         clock.advance(50_000);
         pins.served(key("s"), "c2", TTL);
+        assert_eq!(stored(&changes), [], "a touch 50 s later is not stored");
         clock.advance(50_000);
         assert_eq!(pins.pinned(&key("s"), TTL).as_deref(), Some("c2"), "a touch extends the pin");
         pins.served(key("s"), "c1", TTL);
+        assert_eq!(stored(&changes), [(key("s"), Some("c1".into()))], "moved");
         assert_eq!(pins.pinned(&key("s"), TTL).as_deref(), Some("c1"), "moved");
         clock.advance(60_000);
         assert_eq!(pins.pinned(&key("s"), TTL), None, "expired");
         assert!(pins.is_empty(), "an expired pin is purged when read");
-        // made; the touch 50 s later is not stored; moved; purged
-        assert_eq!(stored(&mut rx), vec![Some("c2".into()), Some("c1".into()), None]);
+        assert_eq!(stored(&changes), [(key("s"), None)], "purged");
     }
 
     #[test]
     fn a_shorter_ttl_applies_to_existing_pins_and_touches_are_stored_once_a_minute() {
-        let (clock, pins, mut rx) = table();
+        let (clock, pins, changes) = table();
         pins.served(key("s"), "c1", 3_600_000);
         clock.advance(120_000);
         assert_eq!(pins.pinned(&key("s"), 3_600_000).as_deref(), Some("c1"));
         assert_eq!(pins.pinned(&key("s"), 60_000), None, "the TTL saved since is shorter");
+        assert_eq!(stored(&changes), [(key("s"), None)], "made s, then purged s");
         pins.served(key("t"), "c1", TTL);
+        assert_eq!(stored(&changes).len(), 1, "made t");
+        let mut touches = 0;
         for _ in 0..3 {
             clock.advance(30_000);
             pins.served(key("t"), "c1", TTL);
+            touches += stored(&changes).len();
         }
-        assert_eq!(stored(&mut rx).len(), 4, "made s, purged s, made t, one touch of t (after 60 s)");
+        assert_eq!(touches, 1, "one touch of t stored (60 s after it was made)");
     }
 
     #[test]
     fn eviction_only_removes_a_pin_on_that_connection() {
-        let (_, pins, mut rx) = table();
+        let (_, pins, changes) = table();
         pins.served(key("s"), "c1", TTL);
+        assert_eq!(stored(&changes), [(key("s"), Some("c1".into()))]);
         pins.evict(&key("s"), "c2");
+        assert_eq!(stored(&changes), [], "no pin there: nothing changed");
         assert_eq!(pins.pinned(&key("s"), TTL).as_deref(), Some("c1"));
         pins.evict(&key("s"), "c1");
         assert_eq!(pins.pinned(&key("s"), TTL), None);
-        assert_eq!(stored(&mut rx), vec![Some("c1".into()), None]);
+        assert_eq!(stored(&changes), [(key("s"), None)]);
     }
 
     #[test]

@@ -18,7 +18,7 @@ use std::sync::{
     atomic::{AtomicUsize, Ordering},
 };
 
-use crate::resilience::clock::Clock;
+use crate::{db::entities::session_lease, resilience::clock::Clock};
 
 /// The owner token's prefix; 43 base64url characters follow.
 pub const OWNER_PREFIX: &str = "vlo_";
@@ -53,6 +53,29 @@ pub struct Lease {
     pub connection_id: Arc<str>,
     pub generation: u64,
     pub expires_at: i64,
+}
+
+impl Lease {
+    /// Its `session_leases` row as taken at `now`: active, holding the
+    /// owner's and the connection's unique slots.
+    pub fn active_row(&self, now: i64) -> session_lease::Model {
+        let owner = self.owner.hex();
+        session_lease::Model {
+            id: self.id.clone(),
+            owner_hash: owner.clone(),
+            key_id: self.key_id.clone(),
+            provider: self.provider.to_owned(),
+            connection_id: self.connection_id.to_string(),
+            generation: i64::try_from(self.generation).unwrap_or(i64::MAX),
+            state: "ACTIVE".into(),
+            active_owner: Some(owner),
+            active_connection: Some(self.connection_id.to_string()),
+            created_at: now,
+            expires_at: self.expires_at,
+            released_at: None,
+            release_reason: None,
+        }
+    }
 }
 
 /// Why a request's lease context does not pass the fence.

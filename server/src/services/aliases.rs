@@ -11,7 +11,7 @@ use super::{ServiceError, combos::shadowed};
 use crate::{db::aliases as repo, state::AppState, upstream::catalog};
 
 pub fn list(state: &AppState) -> AliasList {
-    AliasList { aliases: state.aliases.all() }
+    AliasList { aliases: state.routing.aliases.all() }
 }
 
 /// Creates the alias or points it elsewhere.
@@ -20,7 +20,7 @@ pub async fn put(state: &AppState, alias: Alias) -> Result<Alias, ServiceError> 
     let mut errors = Vec::new();
     if let Some(taken) = shadowed(&alias.alias) {
         errors.push(FieldError::new("alias", format!("is already {taken}; choose another name")));
-    } else if state.combos.get(&alias.alias).is_some() {
+    } else if state.routing.combos.get(&alias.alias).is_some() {
         errors.push(FieldError::new("alias", "is already a combo's name; choose another name"));
     }
     match alias.model.split_once('/') {
@@ -28,7 +28,7 @@ pub async fn put(state: &AppState, alias: Alias) -> Result<Alias, ServiceError> 
             errors.push(FieldError::new("model", format!("unknown provider {provider:?}")));
         }
         Some(_) => {}
-        None if state.combos.get(&alias.model).is_none() => {
+        None if state.routing.combos.get(&alias.model).is_none() => {
             errors.push(FieldError::new("model", "must be provider/model or the name of an existing combo"));
         }
         None => {}
@@ -37,7 +37,7 @@ pub async fn put(state: &AppState, alias: Alias) -> Result<Alias, ServiceError> 
         return Err(ServiceError::Invalid(errors));
     }
     repo::put(&state.db, &alias).await?;
-    state.aliases.reload(&state.db).await?;
+    state.routing.aliases.reload(&state.db).await?;
     tracing::info!(alias = %alias.alias, model = %alias.model, "alias saved");
     Ok(alias)
 }
@@ -46,6 +46,6 @@ pub async fn delete(state: &AppState, alias: &str) -> Result<(), ServiceError> {
     if !repo::delete(&state.db, alias).await? {
         return Err(ServiceError::NotFound("alias"));
     }
-    state.aliases.reload(&state.db).await?;
+    state.routing.aliases.reload(&state.db).await?;
     Ok(())
 }

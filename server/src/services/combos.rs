@@ -6,22 +6,23 @@ use app::types::combo::{Combo, ComboList, ComboStatus, ComboStatusList, ComboTar
 use super::ServiceError;
 use crate::{
     db::combos as repo,
-    proxy::{dispatch::plan, multi},
-    resilience::{
-        breaker::BreakerState,
-        engine::{self, Exclusion},
+    resilience::{breaker::BreakerState, engine::Exclusion},
+    routing::{
+        plan,
+        registry::Snapshot,
+        resolve,
+        view::{Asker, Refusal, RoutingView},
     },
-    routing::{registry::Snapshot, resolve},
     state::AppState,
     upstream::catalog,
 };
 
 pub fn list(state: &AppState) -> ComboList {
-    ComboList { combos: state.combos.all().iter().map(|c| c.as_ref().clone()).collect() }
+    ComboList { combos: state.routing.combos.all().iter().map(|c| c.as_ref().clone()).collect() }
 }
 
 pub fn get(state: &AppState, name: &str) -> Result<Combo, ServiceError> {
-    state.combos.get(name).map(|c| c.as_ref().clone()).ok_or(ServiceError::NotFound("combo"))
+    state.routing.combos.get(name).map(|c| c.as_ref().clone()).ok_or(ServiceError::NotFound("combo"))
 }
 
 /// Creates or replaces `combo`.
@@ -30,15 +31,16 @@ pub async fn put(state: &AppState, combo: Combo) -> Result<Combo, ServiceError> 
     let mut errors = Vec::new();
     if let Some(taken) = shadowed(&combo.name) {
         errors.push(app::types::FieldError::new("name", format!("is already {taken}; choose another name")));
-    } else if state.aliases.resolve(&combo.name).is_some() {
+    } else if state.routing.aliases.resolve(&combo.name).is_some() {
         errors.push(app::types::FieldError::new("name", "is already an alias; choose another name"));
     }
     if let Some(why) = flattened_by_parent(state, &combo) {
         errors.push(app::types::FieldError::new("strategy", why));
     }
     for (i, t) in combo.targets.iter().enumerate() {
-        let runs_itself = t.combo_ref().and_then(|name| state.combos.get(name)).filter(|c| multi::runs(c.strategy));
-        if let Some(sub) = runs_itself.filter(|_| !multi::runs(combo.strategy)) {
+        let runs_itself =
+            t.combo_ref().and_then(|name| state.routing.combos.get(name)).filter(|c| c.strategy.is_multi_call());
+        if let Some(sub) = runs_itself.filter(|_| !combo.strategy.is_multi_call()) {
             let why = format!(
                 "combo {} runs its own plan ({}); name it as the judge, through an alias, or from another fusion or pipeline combo",
                 sub.name,
@@ -66,7 +68,7 @@ pub async fn put(state: &AppState, combo: Combo) -> Result<Combo, ServiceError> 
         return Err(ServiceError::Invalid(errors));
     }
     repo::put(&state.db, &combo).await?;
-    state.combos.reload(&state.db).await?;
+    state.routing.combos.reload(&state.db).await?;
     tracing::info!(combo = %combo.name, targets = combo.targets.len(), "combo saved");
     Ok(combo)
 }
@@ -75,13 +77,12 @@ pub async fn put(state: &AppState, combo: Combo) -> Result<Combo, ServiceError> 
 /// targets lists it as a target, and would spread its targets among its
 /// own instead of running its plan.
 fn flattened_by_parent(state: &AppState, combo: &Combo) -> Option<String> {
-    if !multi::runs(combo.strategy) {
+    if !combo.strategy.is_multi_call() {
         return None;
     }
-    let parent =
-        state.combos.all().into_iter().find(|c| {
-            !multi::runs(c.strategy) && c.targets.iter().any(|t| t.combo_ref() == Some(combo.name.as_str()))
-        })?;
+    let parent = state.routing.combos.all().into_iter().find(|c| {
+        !c.strategy.is_multi_call() && c.targets.iter().any(|t| t.combo_ref() == Some(combo.name.as_str()))
+    })?;
     Some(format!(
         "combo {} lists this combo as a target and orders its targets ({}); {} runs its own plan, so remove it there first",
         parent.name,
@@ -112,7 +113,7 @@ fn nesting(state: &AppState, root: &str, name: &str) -> Result<(), String> {
             if level > MAX_COMBO_DEPTH {
                 break;
             }
-            if let Some(c) = state.combos.get(sub) {
+            if let Some(c) = state.routing.combos.get(sub) {
                 deepest = deepest.max(depth(state, root, &c, level + 1)?);
             }
         }
@@ -121,7 +122,7 @@ fn nesting(state: &AppState, root: &str, name: &str) -> Result<(), String> {
     if name == root {
         return Err("a combo cannot contain itself".to_owned());
     }
-    let Some(combo) = state.combos.get(name) else {
+    let Some(combo) = state.routing.combos.get(name) else {
         return Err(format!("names no provider/model and no combo called {name:?}"));
     };
     match depth(state, root, &combo, 2)? {
@@ -144,34 +145,38 @@ pub fn shadowed(name: &str) -> Option<String> {
 
 /// Deletes the combo, unless an alias still points at it.
 pub async fn delete(state: &AppState, name: &str) -> Result<(), ServiceError> {
-    if let Some(a) = state.aliases.all().into_iter().find(|a| a.model == name) {
+    if let Some(a) = state.routing.aliases.all().into_iter().find(|a| a.model == name) {
         let why = format!("alias {} points at this combo; delete or re-point it first", a.alias);
         return Err(ServiceError::field("name", why));
     }
-    if let Some(parent) = state.combos.all().into_iter().find(|c| c.combo_refs().any(|r| r == name)) {
+    if let Some(parent) = state.routing.combos.all().into_iter().find(|c| c.combo_refs().any(|r| r == name)) {
         let why = format!("combo {} names this combo (a target or its judge); remove it there first", parent.name);
         return Err(ServiceError::field("name", why));
     }
     if !repo::delete(&state.db, name).await? {
         return Err(ServiceError::NotFound("combo"));
     }
-    state.combos.reload(&state.db).await?;
-    state.combo_states.retain(|n| state.combos.get(n).is_some());
-    state.handoffs.retain(|n| state.combos.get(n).is_some());
+    state.routing.combos.reload(&state.db).await?;
+    state.routing.combo_states.retain(|n| state.routing.combos.get(n).is_some());
+    state.routing.handoffs.retain(|n| state.routing.combos.get(n).is_some());
     Ok(())
 }
 
 /// Each combo as it stands now: which of its targets could be tried, why
 /// the others could not (and until when), and the one that served last.
 pub fn status(state: &AppState) -> ComboStatusList {
-    let snapshot = state.connections.snapshot();
+    let snapshot = state.routing.connections.snapshot();
+    let settings = state.resilience.current();
+    let view = state.view(&snapshot, &settings);
     let combos = state
+        .routing
         .combos
         .all()
         .iter()
         .map(|c| {
-            let targets = plan::combo_targets(state, c).into_iter().map(|(_, t)| target_status(state, &snapshot, &t));
-            let last = state.combo_states.of(&c.name).lock().last_good.clone();
+            let targets =
+                plan::combo_targets(&state.routing.combos, c).into_iter().map(|(_, t)| target_status(&view, &t));
+            let last = state.routing.combo_states.of(&c.name).lock().last_good.clone();
             ComboStatus {
                 name: c.name.clone(),
                 targets: targets.collect(),
@@ -195,43 +200,44 @@ fn served_name(snapshot: &Snapshot, key: &str) -> String {
     }
 }
 
-fn target_status(state: &AppState, snapshot: &Snapshot, t: &ComboTarget) -> TargetStatus {
+fn target_status(view: &RoutingView<'_>, t: &ComboTarget) -> TargetStatus {
     let held = |reason: &str, retry_after_ms: Option<u64>| TargetStatus {
         model: t.model.clone(),
         ready: false,
         reason: Some(reason.to_owned()),
         retry_after_ms,
     };
-    let Ok(target) = resolve::resolve(&t.model, snapshot) else {
+    let Ok(target) = resolve::resolve(&t.model, view.snapshot) else {
         return held("no active connection serves it", None);
     };
     let provider = target.provider;
-    let conns: Vec<_> = snapshot
-        .candidates(provider.id)
-        .iter()
-        .filter(|c| t.connection_id.as_deref().is_none_or(|p| p == c.id))
-        .collect();
+    let anyone = Asker::anyone();
+    let pinned = t.connection_id.as_deref();
+    let conns: Vec<_> =
+        view.snapshot.candidates(provider.id).iter().filter(|c| pinned.is_none_or(|p| p == c.id)).collect();
     if conns.is_empty() {
         return held("no active connection serves it", None);
     }
-    let settings = state.resilience.current();
-    let cfg = engine::breaker_config(&settings, provider.category);
-    if state.engine.breaker_state(provider.id, &cfg) == BreakerState::Open {
-        let retry = state
-            .engine
-            .breakers(&settings, catalog::category_of)
+    if view.breaker(provider) == BreakerState::Open {
+        let retry = view
+            .engine()
+            .breakers(view.settings(), catalog::category_of)
             .into_iter()
             .find(|b| b.provider == provider.id)
             .map(|b| b.retry_after_ms);
         return held("the provider's circuit breaker is open", retry);
     }
-    let excluded: Vec<Exclusion> =
-        conns.iter().filter_map(|c| state.engine.exclusion(provider.id, &c.id, &target.model)).collect();
-    if excluded.len() < conns.len() {
+    let refused: Vec<Refusal> =
+        conns.iter().filter_map(|c| view.may_serve(&anyone, provider.id, &c.id, &target.model).err()).collect();
+    if refused.len() < conns.len() {
         return TargetStatus { model: t.model.clone(), ready: true, reason: None, retry_after_ms: None };
     }
-    let soonest = excluded.iter().filter_map(Exclusion::remaining_ms).min();
-    let reason = if excluded.iter().any(|e| matches!(e, Exclusion::Cooling { .. })) {
+    let excluded: Vec<&Exclusion> =
+        refused.iter().filter_map(|r| if let Refusal::Excluded(e) = r { Some(e) } else { None }).collect();
+    let soonest = excluded.iter().filter_map(|e| e.remaining_ms()).min();
+    let reason = if excluded.len() < refused.len() {
+        "every connection is held by another session's lease"
+    } else if excluded.iter().any(|e| matches!(e, Exclusion::Cooling { .. })) {
         "every connection is cooling down"
     } else if excluded.iter().any(|e| matches!(e, Exclusion::ModelLocked { .. })) {
         "the model is locked on every connection"

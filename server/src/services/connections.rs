@@ -60,7 +60,7 @@ pub async fn create(state: &AppState, input: CreateConnection) -> Result<Connect
         name: input.name.trim().to_owned(),
         auth_type: auth_type.as_str().to_owned(),
         base_url: input.base_url.map(|u| u.trim_end_matches('/').to_owned()),
-        credential_enc: secret.map(|s| state.secrets.encrypt(s)),
+        credential_enc: secret.map(|s| state.auth.secrets.encrypt(s)),
         credential_suffix: secret.map(mask_secret),
         priority: input.priority.unwrap_or(0),
         is_active: input.is_active.unwrap_or(true),
@@ -83,7 +83,7 @@ pub async fn create(state: &AppState, input: CreateConnection) -> Result<Connect
         updated_at: now,
     };
     connections::insert(&state.db, row.clone()).await?;
-    state.connections.reload(&state.db, &state.secrets).await?;
+    state.routing.connections.reload(&state.db, &state.auth.secrets).await?;
     tracing::info!(connection_id = %row.id, provider = %row.provider, "connection created");
     Ok(view(row, now))
 }
@@ -99,11 +99,11 @@ pub async fn update(state: &AppState, id: &str, input: UpdateConnection) -> Resu
         row.auth_type = a.as_str().to_owned();
     }
     if let Some(secret) = input.api_key.as_deref().or(input.access_token.as_deref()) {
-        row.credential_enc = Some(state.secrets.encrypt(secret));
+        row.credential_enc = Some(state.auth.secrets.encrypt(secret));
         row.credential_suffix = Some(mask_secret(secret));
         // New credentials end any cooldown or terminal state of the old ones.
         state.engine.clear_connection(&row.id, true);
-        state.quotas.forget(&row.id);
+        state.routing.quotas.forget(&row.id);
         row = live(state, row);
     }
     if let Some(url) = input.base_url {
@@ -133,7 +133,7 @@ pub async fn update(state: &AppState, id: &str, input: UpdateConnection) -> Resu
     }
     row.updated_at = now_ms();
     connections::save(&state.db, row.clone()).await?;
-    state.connections.reload(&state.db, &state.secrets).await?;
+    state.routing.connections.reload(&state.db, &state.auth.secrets).await?;
     Ok(view(row, now_ms()))
 }
 
@@ -141,8 +141,8 @@ pub async fn delete(state: &AppState, id: &str) -> Result<(), ServiceError> {
     if !connections::delete(&state.db, id).await? {
         return Err(ServiceError::NotFound("connection"));
     }
-    state.connections.reload(&state.db, &state.secrets).await?;
-    state.quotas.forget(id);
+    state.routing.connections.reload(&state.db, &state.auth.secrets).await?;
+    state.routing.quotas.forget(id);
     tracing::info!(connection_id = %id, "connection deleted");
     Ok(())
 }
@@ -151,7 +151,7 @@ pub async fn delete(state: &AppState, id: &str) -> Result<(), ServiceError> {
 pub async fn test(state: &AppState, id: &str) -> Result<ConnectionTestResult, ServiceError> {
     let row = find(state, id).await?;
     let provider = catalog::find(&row.provider).ok_or(ServiceError::NotFound("provider"))?;
-    let credential = match row.credential_enc.as_deref().map(|c| state.secrets.decrypt(c)) {
+    let credential = match row.credential_enc.as_deref().map(|c| state.auth.secrets.decrypt(c)) {
         Some(Ok(plain)) => Some(Credential(plain)),
         Some(Err(e)) => return Ok(failed_test(0, 0, e.to_string())),
         None => None,
@@ -202,7 +202,7 @@ pub async fn test(state: &AppState, id: &str) -> Result<ConnectionTestResult, Se
         connections::save(&state.db, row).await?;
         if result.ok {
             // `/v1/models` names what the test listed.
-            state.connections.reload(&state.db, &state.secrets).await?;
+            state.routing.connections.reload(&state.db, &state.auth.secrets).await?;
         }
     }
     Ok(result)

@@ -41,7 +41,7 @@ pub async fn create(state: &AppState, mut input: CreateApiKey) -> Result<Created
     };
     let id = row.id.clone();
     repo::insert(&state.db, row).await?;
-    state.keys.reload(&state.db).await?;
+    state.auth.keys.reload(&state.db).await?;
     tracing::info!(key_id = %id, "API key created");
     Ok(CreatedApiKey { id, key })
 }
@@ -52,7 +52,7 @@ pub async fn list(state: &AppState) -> Result<ApiKeyList, ServiceError> {
         .into_iter()
         .map(|r| ApiKeyView {
             // The registry knows uses not stored yet.
-            last_used_at: state.keys.last_used_at(&r.id).max(r.last_used_at),
+            last_used_at: state.auth.keys.last_used_at(&r.id).max(r.last_used_at),
             scopes: api_keys::parse_scopes(&r.scopes),
             allowed_connections: r.allowed_connections.as_deref().and_then(|s| serde_json::from_str(s).ok()),
             id: r.id,
@@ -68,7 +68,7 @@ pub async fn revoke(state: &AppState, id: &str) -> Result<(), ServiceError> {
     if !repo::delete(&state.db, id).await? {
         return Err(ServiceError::NotFound("API key"));
     }
-    state.keys.reload(&state.db).await?;
+    state.auth.keys.reload(&state.db).await?;
     tracing::info!(key_id = %id, "API key revoked");
     Ok(())
 }

@@ -17,17 +17,16 @@
 //! moves the lease to a free eligible connection under the next generation
 //! ([`follow_health`]); its answer says the new generation.
 
-use axum::http::StatusCode;
 use sea_orm::DbErr;
 
 use crate::{
     auth::api_keys::KeyEntry,
     db::leases::{self as repo, Taken},
-    proxy::errors::ProxyError,
-    resilience::{breaker::BreakerState, engine},
+    resilience::breaker::BreakerState,
     routing::{
         leases::{Lease, Owner, Stale},
         resolve::{ResolveError, resolve},
+        view::{Asker, Refusal},
     },
     state::AppState,
 };
@@ -46,8 +45,20 @@ pub enum LeaseError {
     Capacity {
         retry_after_secs: u64,
     },
-    /// What routing would answer (unknown model, no eligible connection).
-    Routing(ProxyError),
+    /// The model names nothing a lease could hold.
+    Model(ResolveError),
+    /// None of the key's connections is of the model's provider.
+    NoCredentials {
+        provider: &'static str,
+    },
+    /// The provider's breaker is open.
+    BreakerOpen {
+        provider: &'static str,
+    },
+    /// Every allowed connection is cooling down or otherwise excluded.
+    AllCooling {
+        provider: &'static str,
+    },
     Db(DbErr),
 }
 
@@ -64,8 +75,8 @@ pub async fn acquire(
     model: &str,
     ttl_ms: u64,
 ) -> Result<Lease, LeaseError> {
-    let _one_at_a_time = state.leases.lifecycle.lock().await;
-    if let Some(held) = state.leases.of(&owner) {
+    let _one_at_a_time = state.routing.leases.lifecycle.lock().await;
+    if let Some(held) = state.routing.leases.of(&owner) {
         if held.key_id != key.id {
             return Err(LeaseError::Stale(Stale::ForeignKey));
         }
@@ -81,9 +92,9 @@ pub async fn acquire(
             soonest_end = Some(soonest_end.map_or(end, |s| s.min(end)));
             continue;
         }
-        let now = state.leases.now();
+        let now = state.routing.leases.now();
         repo::clear_expired(&state.db, &conn, &owner_hex, now).await?;
-        state.leases.drop_expired_on(&conn);
+        state.routing.leases.drop_expired_on(&conn);
         let lease = Lease {
             id: uuid::Uuid::new_v4().to_string(),
             owner,
@@ -93,9 +104,9 @@ pub async fn acquire(
             generation: repo::last_generation(&state.db, &owner_hex).await? + 1,
             expires_at: now.saturating_add(i64::try_from(ttl_ms).unwrap_or(i64::MAX)),
         };
-        match repo::insert(&state.db, &lease, now).await? {
+        match repo::insert(&state.db, lease.active_row(now)).await? {
             Taken::Yes => {
-                state.leases.put(lease.clone());
+                state.routing.leases.put(lease.clone());
                 tracing::info!(provider, generation = lease.generation, "session lease acquired");
                 return Ok(lease);
             }
@@ -103,7 +114,7 @@ pub async fn acquire(
             Taken::Conflict => soonest_end = Some(soonest_end.unwrap_or(now + 1_000)),
         }
     }
-    let now = state.leases.now();
+    let now = state.routing.leases.now();
     let secs =
         soonest_end.map_or(RETRY_AFTER_SECS.0, |end| u64::try_from((end - now).max(0)).unwrap_or(0).div_ceil(1000));
     Err(LeaseError::Capacity { retry_after_secs: secs.clamp(RETRY_AFTER_SECS.0, RETRY_AFTER_SECS.1) })
@@ -116,8 +127,8 @@ pub async fn renew(
     generation: u64,
     ttl_ms: u64,
 ) -> Result<Lease, LeaseError> {
-    let _one_at_a_time = state.leases.lifecycle.lock().await;
-    let lease = state.leases.fence(&owner, generation, &key.id).map_err(LeaseError::Stale)?;
+    let _one_at_a_time = state.routing.leases.lifecycle.lock().await;
+    let lease = state.routing.leases.fence(&owner, generation, &key.id).map_err(LeaseError::Stale)?;
     extend(state, lease, ttl_ms).await
 }
 
@@ -129,14 +140,14 @@ pub async fn release(
     generation: u64,
     reason: Option<&str>,
 ) -> Result<(), LeaseError> {
-    let _one_at_a_time = state.leases.lifecycle.lock().await;
-    let lease = match state.leases.fence(&owner, generation, &key.id) {
+    let _one_at_a_time = state.routing.leases.lifecycle.lock().await;
+    let lease = match state.routing.leases.fence(&owner, generation, &key.id) {
         Ok(lease) => lease,
         Err(Stale::NoLease) => return Ok(()),
         Err(stale) => return Err(LeaseError::Stale(stale)),
     };
-    repo::release(&state.db, &lease.id, state.leases.now(), reason).await?;
-    state.leases.remove(&owner);
+    repo::release(&state.db, &lease.id, state.routing.leases.now(), reason).await?;
+    state.routing.leases.remove(&owner);
     tracing::info!(provider = lease.provider, generation, "session lease released");
     Ok(())
 }
@@ -147,35 +158,40 @@ pub async fn release(
 /// request then meets the normal routing errors).
 pub async fn follow_health(state: &AppState, key: &KeyEntry, lease: Lease, model: &str) -> Result<Lease, LeaseError> {
     let usable = |conn: &str| {
-        state.connections.snapshot().connection(conn).is_some()
-            && state.engine.exclusion(lease.provider, conn, model).is_none()
+        let snapshot = state.routing.connections.snapshot();
+        let settings = state.resilience.current();
+        snapshot.connection(conn).is_some()
+            && state
+                .view(&snapshot, &settings)
+                .may_serve(&Asker::new(Some(key), Some(&lease)), lease.provider, conn, model)
+                .is_ok()
     };
     if usable(&lease.connection_id) {
         return Ok(lease);
     }
-    let _one_at_a_time = state.leases.lifecycle.lock().await;
+    let _one_at_a_time = state.routing.leases.lifecycle.lock().await;
     // Another request may have moved it meanwhile.
-    let Ok(current) = state.leases.fence(&lease.owner, lease.generation, &key.id) else {
-        return Ok(state.leases.of(&lease.owner).unwrap_or(lease));
+    let Ok(current) = state.routing.leases.fence(&lease.owner, lease.generation, &key.id) else {
+        return Ok(state.routing.leases.of(&lease.owner).unwrap_or(lease));
     };
     let Ok(eligible) = eligible_connections(state, key, current.provider, model) else { return Ok(current) };
     let Some(free) = eligible.into_iter().find(|c| held_until(state, c).is_none()) else { return Ok(current) };
-    let now = state.leases.now();
+    let now = state.routing.leases.now();
     repo::clear_expired(&state.db, &free, &current.owner.hex(), now).await?;
     repo::release(&state.db, &current.id, now, Some("moved: its connection is no longer eligible")).await?;
-    state.leases.remove(&current.owner);
+    state.routing.leases.remove(&current.owner);
     let moved = Lease {
         id: uuid::Uuid::new_v4().to_string(),
         connection_id: free.as_str().into(),
         generation: current.generation + 1,
         ..current.clone()
     };
-    if matches!(repo::insert(&state.db, &moved, now).await?, Taken::Conflict) {
+    if matches!(repo::insert(&state.db, moved.active_row(now)).await?, Taken::Conflict) {
         // Another instance took that connection in between: the lease is
         // gone, and the client acquires again.
         return Err(LeaseError::Stale(Stale::NoLease));
     }
-    state.leases.put(moved.clone());
+    state.routing.leases.put(moved.clone());
     tracing::info!(
         provider = moved.provider,
         generation = moved.generation,
@@ -185,62 +201,49 @@ pub async fn follow_health(state: &AppState, key: &KeyEntry, lease: Lease, model
 }
 
 async fn extend(state: &AppState, mut lease: Lease, ttl_ms: u64) -> Result<Lease, LeaseError> {
-    lease.expires_at = state.leases.now().saturating_add(i64::try_from(ttl_ms).unwrap_or(i64::MAX));
+    lease.expires_at = state.routing.leases.now().saturating_add(i64::try_from(ttl_ms).unwrap_or(i64::MAX));
     repo::renew(&state.db, &lease.id, lease.expires_at).await?;
-    state.leases.put(lease.clone());
+    state.routing.leases.put(lease.clone());
     Ok(lease)
 }
 
 /// The provider (and model) a lease for `model` holds a connection of.
 fn target_of(state: &AppState, model: &str) -> Result<(&'static str, String), LeaseError> {
-    let snapshot = state.connections.snapshot();
-    let aliased = state.aliases.resolve(model);
-    let target = resolve(aliased.as_deref().unwrap_or(model), &snapshot).map_err(|e| {
-        let status =
-            if matches!(e, ResolveError::Unknown(_)) { StatusCode::NOT_FOUND } else { StatusCode::BAD_REQUEST };
-        LeaseError::Routing(ProxyError {
-            param: Some("model".into()),
-            ..ProxyError::new(status, "invalid_request_error", "model_not_found", e.to_string())
-        })
-    })?;
+    let snapshot = state.routing.connections.snapshot();
+    let aliased = state.routing.aliases.resolve(model);
+    let target = resolve(aliased.as_deref().unwrap_or(model), &snapshot).map_err(LeaseError::Model)?;
     Ok((target.provider.id, target.model))
 }
 
 /// The key's connections of `provider` that could serve `model` now, in
-/// routing order; none is a routing error.
+/// routing order — held by another session's lease or not (that is the
+/// capacity answer's concern); none is a routing error.
 fn eligible_connections(
     state: &AppState,
     key: &KeyEntry,
     provider: &'static str,
     model: &str,
 ) -> Result<Vec<String>, LeaseError> {
-    let snapshot = state.connections.snapshot();
-    let allowed: Vec<_> = snapshot.candidates(provider).iter().filter(|c| key.may_use(&c.id)).collect();
-    let unavailable =
-        |status, code, message: String| LeaseError::Routing(ProxyError::new(status, "server_error", code, message));
-    if allowed.is_empty() {
-        let message = format!("No active credentials for provider: {provider} among this key's allowed connections");
-        return Err(unavailable(StatusCode::NOT_FOUND, "no_active_credentials", message));
-    }
+    let snapshot = state.routing.connections.snapshot();
     let settings = state.resilience.current();
-    let cfg = engine::breaker_config(&settings, allowed[0].provider.category);
-    if state.engine.breaker_state(provider, &cfg) == BreakerState::Open {
-        let message = format!("Provider {provider} circuit breaker is open");
-        return Err(unavailable(StatusCode::SERVICE_UNAVAILABLE, "provider_circuit_open", message));
+    let view = state.view(&snapshot, &settings);
+    let asker = Asker::new(Some(key), None);
+    let verdicts: Vec<_> =
+        snapshot.candidates(provider).iter().map(|c| (c, view.may_serve(&asker, provider, &c.id, model))).collect();
+    let allowed: Vec<_> = verdicts.iter().filter(|(_, v)| !matches!(v, Err(Refusal::NotAllowed))).collect();
+    let Some((first, _)) = allowed.first() else { return Err(LeaseError::NoCredentials { provider }) };
+    if view.breaker(first.provider) == BreakerState::Open {
+        return Err(LeaseError::BreakerOpen { provider });
     }
-    let eligible: Vec<String> = allowed
-        .iter()
-        .filter(|c| state.engine.exclusion(provider, &c.id, model).is_none())
-        .map(|c| c.id.clone())
-        .collect();
+    let eligible: Vec<String> =
+        allowed.iter().filter(|(_, v)| matches!(v, Ok(()) | Err(Refusal::Leased))).map(|(c, _)| c.id.clone()).collect();
     if eligible.is_empty() {
-        let message = format!("Every allowed connection of {provider} is cooling down or unavailable");
-        return Err(unavailable(StatusCode::SERVICE_UNAVAILABLE, "all_targets_cooling_down", message));
+        return Err(LeaseError::AllCooling { provider });
     }
     Ok(eligible)
 }
 
 /// Until when another owner's unexpired lease holds the connection.
 fn held_until(state: &AppState, connection_id: &str) -> Option<i64> {
-    state.leases.active().into_iter().filter(|l| *l.connection_id == *connection_id).map(|l| l.expires_at).min()
+    state.routing.leases.active().into_iter().filter(|l| *l.connection_id == *connection_id).map(|l| l.expires_at).min()
 }

@@ -85,7 +85,7 @@ async fn build_health(state: &AppState) -> HealthReport {
     let now = state.engine.now();
     let status = Status::of(state);
     let breakers: Vec<&BreakerView> = status.breakers().collect();
-    let snapshot = state.connections.snapshot();
+    let snapshot = state.routing.connections.snapshot();
     let mut counts = BreakerCounts::default();
     let providers: Vec<&str> = snapshot.active_providers().map(|p| p.id).collect();
     for b in &breakers {
@@ -129,7 +129,7 @@ async fn build_health(state: &AppState) -> HealthReport {
             rss_bytes: rss_bytes(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
         },
-        db: DbInfo { ok: db_ok },
+        db: DbInfo { ok: db_ok, log_rows_dropped: state.store.logs.dropped() },
         circuit_breakers: counts,
         provider_breakers,
         connection_health,
@@ -142,8 +142,9 @@ async fn build_health(state: &AppState) -> HealthReport {
 
 /// The active leases of live connections, soonest to end first.
 fn session_leases(state: &AppState, snapshot: &Snapshot) -> Vec<LeaseInfo> {
-    let now = state.leases.now();
+    let now = state.routing.leases.now();
     let mut leases: Vec<LeaseInfo> = state
+        .routing
         .leases
         .active()
         .into_iter()
@@ -168,6 +169,7 @@ fn session_leases(state: &AppState, snapshot: &Snapshot) -> Vec<LeaseInfo> {
 fn session_affinity(state: &AppState, snapshot: &Snapshot) -> SessionAffinityInfo {
     let ttl_ms = state.resilience.current().session_affinity_ttl_ms;
     let mut pins: Vec<SessionPins> = state
+        .routing
         .affinity
         .pinned_per_connection(ttl_ms)
         .into_iter()
@@ -199,7 +201,7 @@ fn queues(state: &AppState, snapshot: &Snapshot) -> BTreeMap<String, QueueInfo> 
         limit: 0,
         paused_until: None,
     };
-    let gates = state.concurrency.snapshot().into_iter().filter_map(|(key, counts)| {
+    let gates = state.admission.concurrency.snapshot().into_iter().filter_map(|(key, counts)| {
         let counted =
             |base: QueueInfo| QueueInfo { queued: counts.queued, running: counts.running, limit: counts.limit, ..base };
         if key.level == Level::Global {
@@ -220,7 +222,7 @@ fn queues(state: &AppState, snapshot: &Snapshot) -> BTreeMap<String, QueueInfo> 
         Some((key.to_string(), counted(info("concurrency", conn, key.model.as_deref()))))
     });
     let (now, now_ms) = (tokio::time::Instant::now(), state.engine.now());
-    let rate_limits = state.queues.snapshot().into_iter().filter_map(|(queue, counts)| {
+    let rate_limits = state.admission.queues.snapshot().into_iter().filter_map(|(queue, counts)| {
         let conn = snapshot.connection(&queue.connection_id)?;
         let paused_until = counts.paused_until.map(|at| {
             now_ms.saturating_add(i64::try_from(at.saturating_duration_since(now).as_millis()).unwrap_or(i64::MAX))
@@ -251,7 +253,7 @@ pub fn reset(state: &AppState, provider: Option<&str>) -> ResetResult {
 
 pub fn model_cooldowns(state: &AppState) -> ModelCooldownList {
     let now = state.engine.now();
-    let snapshot = state.connections.snapshot();
+    let snapshot = state.routing.connections.snapshot();
     ModelCooldownList { items: state.engine.lockouts().iter().map(|l| model_cooldown(l, now, &snapshot)).collect() }
 }
 
@@ -297,7 +299,7 @@ pub async fn cooldowns(state: &AppState, provider: Option<&str>) -> Result<Coold
             lockouts,
         });
     }
-    let snapshot = state.connections.snapshot();
+    let snapshot = state.routing.connections.snapshot();
     let providers: Vec<&str> =
         snapshot.active_providers().map(|p| p.id).filter(|p| provider.is_none_or(|f| f == *p)).collect();
     let providers = Status::of(state).provider_exclusions(state, &providers);

@@ -17,8 +17,8 @@ const FALLBACK_MODEL: &str = "openai/gpt-4o-mini";
 /// The dashboard's first page: Get started until a connection and a key
 /// exist, then Health.
 pub fn landing(state: &AppState) -> &'static str {
-    let set_up = state.keys.any() && state.connections.snapshot().active_providers().next().is_some();
-    if set_up { "/monitoring/health" } else { app::pages::get_started::PATH }
+    let set_up = state.auth.keys.any() && state.routing.connections.snapshot().active_providers().next().is_some();
+    if set_up { "/monitoring/health" } else { app::paths::GET_STARTED }
 }
 
 pub async fn get_started(state: &AppState, headers: &HeaderMap) -> Result<GetStarted, ServiceError> {

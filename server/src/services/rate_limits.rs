@@ -5,19 +5,19 @@ use app::types::rate_limits::{RateLimitList, RateLimitProtectionSet, RateLimitSt
 use std::collections::HashMap;
 
 use super::ServiceError;
-use crate::{db::connections, db::now_ms, proxy::dispatch::queue::protected, state::AppState};
+use crate::{db::connections, db::now_ms, resilience::request_queue::protected, state::AppState};
 
 /// Every connection with its switch, whether it is protected now, and
 /// the requests its queues hold.
 pub async fn list(state: &AppState) -> Result<RateLimitList, ServiceError> {
     let settings = state.resilience.current();
     let mut counts: HashMap<String, (u32, u32)> = HashMap::new();
-    for (queue, c) in state.queues.snapshot() {
+    for (queue, c) in state.admission.queues.snapshot() {
         let entry = counts.entry(queue.connection_id.to_string()).or_default();
         entry.0 += c.queued;
         entry.1 += c.running;
     }
-    let snapshot = state.connections.snapshot();
+    let snapshot = state.routing.connections.snapshot();
     let connections = connections::list(&state.db, None)
         .await?
         .into_iter()
@@ -25,7 +25,8 @@ pub async fn list(state: &AppState) -> Result<RateLimitList, ServiceError> {
             let live = snapshot.connection(&row.id);
             let (queued, running) = counts.get(&row.id).copied().unwrap_or_default();
             RateLimitStatus {
-                enabled: live.is_some_and(|c| protected(&settings.request_queue, &c.limits)),
+                enabled: live
+                    .is_some_and(|c| protected(&settings.request_queue, c.limits.protection, c.limits.api_key_auth)),
                 active: row.is_active,
                 rate_limit_protection: row.rate_limit_protection,
                 queued,
@@ -54,10 +55,12 @@ pub async fn set(state: &AppState, input: SetRateLimitProtection) -> Result<Rate
     row.rate_limit_protection = input.enabled;
     row.updated_at = now_ms();
     connections::save(&state.db, row).await?;
-    state.connections.reload(&state.db, &state.secrets).await?;
+    state.routing.connections.reload(&state.db, &state.auth.secrets).await?;
     let settings = state.resilience.current();
-    let snapshot = state.connections.snapshot();
-    let now_protected = snapshot.connection(id).is_some_and(|c| protected(&settings.request_queue, &c.limits));
+    let snapshot = state.routing.connections.snapshot();
+    let now_protected = snapshot
+        .connection(id)
+        .is_some_and(|c| protected(&settings.request_queue, c.limits.protection, c.limits.api_key_auth));
     tracing::info!(connection_id = %id, enabled = ?input.enabled, protected = now_protected, "rate-limit protection set");
     Ok(RateLimitProtectionSet {
         success: true,

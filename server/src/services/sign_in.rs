@@ -26,12 +26,12 @@ pub enum SignInError {
 /// bucket); on success the new session's token.
 pub async fn sign_in(state: &AppState, client: Option<IpAddr>, password: &str) -> Result<String, SignInError> {
     let client = client.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
-    state.login_throttle.admit(client, state.engine.now()).map_err(SignInError::Throttled)?;
+    state.auth.login_throttle.admit(client, state.engine.now()).map_err(SignInError::Throttled)?;
     // The attempt already counts as a failure (see `login_throttle`).
     if !password::check(&state.db, password).await? {
         tracing::warn!(%client, "admin sign-in failed: wrong password");
         return Err(SignInError::WrongPassword);
     }
-    state.login_throttle.succeeded(client);
+    state.auth.login_throttle.succeeded(client);
     Ok(sessions::create(&state.db, now_ms()).await?)
 }

@@ -14,8 +14,8 @@ pub fn report(state: &AppState, window: Option<&str>) -> Result<TrafficReport, S
         let known: Vec<_> = TRAFFIC_WINDOWS.iter().map(|w| w.0).collect();
         return Err(ServiceError::field("window", format!("must be one of {}", known.join(", "))));
     }
-    let snapshot = state.connections.snapshot();
-    Ok(state.traffic.report(
+    let snapshot = state.routing.connections.snapshot();
+    Ok(state.store.traffic.report(
         now_ms(),
         window,
         |id| snapshot.connection(id).map(|c| c.name.clone()),

@@ -17,8 +17,7 @@ use app::{
         traffic::TrafficReport,
     },
 };
-use parking_lot::Mutex;
-use std::{collections::HashMap, sync::Arc};
+use std::sync::Arc;
 
 use crate::{
     auth::{identity::peer_ip, sessions},
@@ -30,16 +29,6 @@ use crate::{
     state::AppState,
     upstream::catalog,
 };
-
-/// How long a new key waits to be shown after a plain form post.
-const STASH_TTL_MS: i64 = 5 * 60 * 1000;
-
-/// New keys waiting to be shown once after a plain form post: key id →
-/// (key, stashed at). It lives in [`AppState`], not in a [`WebBackend`]:
-/// each worker thread builds its own router and backend, and the post and
-/// the page that shows the key may arrive on different connections, so on
-/// different workers.
-pub type NewKeyStash = Mutex<HashMap<String, (CreatedApiKey, i64)>>;
 
 pub struct WebBackend {
     state: Arc<AppState>,
@@ -105,7 +94,7 @@ impl Backend for WebBackend {
     }
 
     async fn create_combo(&self, combo: Combo) -> BackendResult<Combo> {
-        if self.state.combos.get(&combo.name).is_some() {
+        if self.state.routing.combos.get(&combo.name).is_some() {
             let taken =
                 FieldError::new("name", format!("a combo named {} exists; edit it in the list below", combo.name));
             return Err(BackendError::Invalid(vec![taken]));
@@ -170,15 +159,11 @@ impl Backend for WebBackend {
     }
 
     fn stash_new_key(&self, created: CreatedApiKey) {
-        let now = now_ms();
-        let mut stash = self.state.new_keys.lock();
-        stash.retain(|_, (_, at)| now - *at < STASH_TTL_MS);
-        stash.insert(created.id.clone(), (created, now));
+        self.state.auth.new_keys.stash(created, now_ms());
     }
 
     fn take_new_key(&self, id: &str) -> Option<CreatedApiKey> {
-        let (created, at) = self.state.new_keys.lock().remove(id)?;
-        (now_ms() - at < STASH_TTL_MS).then_some(created)
+        self.state.auth.new_keys.take(id, now_ms())
     }
 
     async fn search_logs(&self, search: LogSearch, limit: u64) -> BackendResult<LogList> {

@@ -8,6 +8,7 @@
 
 mod assets;
 pub(crate) mod backend;
+pub mod cross_site;
 
 use app::{App, backend::SharedBackend, session, shell};
 use axum::{
@@ -24,7 +25,10 @@ use leptos_axum::{LeptosRoutes, generate_route_list};
 use std::sync::Arc;
 use tower_http::compression::CompressionLayer;
 
-use crate::{api::error::not_found, auth::identity::is_admin, state::AppState};
+use crate::{
+    api::{admin::is_admin, error::not_found},
+    state::AppState,
+};
 
 /// Paths reachable without a session.
 const PUBLIC_PAGES: [&str; 1] = ["/login"];

@@ -183,7 +183,7 @@ impl Gateway {
 
     /// Every request-log row, newest first, after flushing the writer.
     pub async fn logs(&self) -> Vec<Value> {
-        self.state.logs.flush().await;
+        self.state.store.logs.flush().await;
         let body: Value =
             self.api(reqwest::Method::GET, "/api/logs?limit=1000").send().await.unwrap().json().await.unwrap();
         body["logs"].as_array().unwrap().clone()

@@ -11,17 +11,13 @@ use http::HeaderMap;
 use std::sync::Arc;
 use tokio::time::Instant;
 
-use super::{
-    Call, TargetRun,
-    slots::{Executing, Slots},
-};
+use super::{Call, TargetRun, queue::Executing, slots::Slots};
 use crate::{
     protocols::ir,
     proxy::{
         stream::relay::{Finish, StreamEnd},
         usage,
     },
-    request_log::AttemptRecord,
     resilience::{
         breaker::BreakerConfig,
         engine::{AttemptFailure, Outcome, Probe},
@@ -31,6 +27,7 @@ use crate::{
         registry::{InFlight, LiveConnection},
     },
     state::AppState,
+    store::AttemptRecord,
 };
 
 /// Longest error text kept in a log row.
@@ -121,13 +118,13 @@ impl AttemptGuard {
         let (provider, conn) = (self.conn.provider.id, &self.conn.id);
         self.state.engine.on_success(provider, conn, &self.model, &self.cfg, self.probe.take());
         if let Some(pin) = self.pin {
-            self.state.affinity.served(pin, conn, self.state.resilience.current().session_affinity_ttl_ms);
+            self.state.routing.affinity.served(pin, conn, self.state.resilience.current().session_affinity_ttl_ms);
         }
         r.status = i32::from(status);
         r.latency_ms = self.elapsed_ms();
         self.in_flight.served(u64::try_from(r.latency_ms).unwrap_or(0));
         tracing::debug!(request_id = %r.request_id, provider, connection_id = %conn, model = %r.model, status, latency_ms = r.latency_ms, "request served");
-        self.state.logs.record(r);
+        self.state.store.logs.record(r);
     }
 
     /// The attempt failed: the engine restates, classifies and applies the
@@ -160,7 +157,7 @@ impl AttemptGuard {
         if let Some(pin) = &self.pin
             && (outcome.status == Some(429) || outcome.verdict.terminal.is_some())
         {
-            self.state.affinity.evict(pin, &self.conn.id);
+            self.state.routing.affinity.evict(pin, &self.conn.id);
         }
         if let Some(ip) = self.state.engine.egress_lock_ip(&failure, &outcome, &settings) {
             super::lock_egress_siblings(&self.state, &settings, &self.conn, ip, &outcome.verdict);
@@ -179,7 +176,7 @@ impl AttemptGuard {
         r.error_kind = Some(kind.to_owned());
         r.error_message = Some(truncate(&self.conn.redact(message), MAX_LOGGED_ERROR));
         tracing::warn!(request_id = %r.request_id, provider = %r.provider, connection_id = %self.conn.id, model = %r.model, status = r.status, reason = kind, "upstream attempt failed");
-        self.state.logs.record(r);
+        self.state.store.logs.record(r);
     }
 
     fn elapsed_ms(&self) -> i64 {
@@ -237,7 +234,7 @@ impl AttemptGuard {
         r.latency_ms = self.elapsed_ms();
         r.error_kind = end.kind().map(str::to_owned);
         r.error_message = Some(end.message());
-        self.state.logs.record(r);
+        self.state.store.logs.record(r);
     }
 }
 
@@ -245,7 +242,7 @@ impl Drop for AttemptGuard {
     /// Dropped unfinished: the client went away, or — after the grace — the
     /// shutdown cut a request still waiting for its answer.
     fn drop(&mut self) {
-        let end = if self.state.shutdown.is_over() { StreamEnd::Shutdown } else { StreamEnd::ClientGone };
+        let end = if self.state.clients.shutdown.is_over() { StreamEnd::Shutdown } else { StreamEnd::ClientGone };
         self.ended_without_verdict(&end);
     }
 }

@@ -14,7 +14,8 @@ use std::sync::Arc;
 
 use app::types::{Protocol, settings::ResilienceSettings};
 
-use super::{Caller, DispatchError, To, plan::Plan, serve_target};
+use super::{Caller, DispatchError, To, serve_target};
+use crate::routing::plan::Plan;
 use crate::{
     proxy::errors::ProxyError,
     routing::{registry::Snapshot, resolve},

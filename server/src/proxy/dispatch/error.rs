@@ -21,11 +21,11 @@ use std::sync::Arc;
 use super::{
     Failure, Unserved,
     gates::{Skip, SkipReason},
-    plan::{Plan, Planned},
 };
 use crate::{
     proxy::errors::ProxyError,
     resilience::{connection_health::TerminalStatus, engine::Exclusion},
+    routing::plan::{Plan, Planned},
 };
 
 /// A target skipped before any attempt.

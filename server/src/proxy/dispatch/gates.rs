@@ -9,18 +9,14 @@
 //! connection-level gates (cooldown, terminal state, model lockout) are
 //! asked per connection by the attempt loop.
 
-use app::types::{Protocol, settings::ResilienceSettings};
+use app::types::Protocol;
 
 use std::sync::Arc;
 
 use super::{Caller, TargetRun, permits::Requester};
 use crate::{
     resilience::engine::{self, Exclusion},
-    routing::{
-        affinity::PinKey,
-        registry::{LiveConnection, Snapshot},
-        resolve::Target,
-    },
+    routing::{affinity::PinKey, registry::LiveConnection, resolve::Target, view::RoutingView},
     state::AppState,
     upstream::catalog::Provider,
 };
@@ -88,22 +84,22 @@ impl Skip {
 /// skipped. The window gate applies to combo targets only.
 pub fn open<'s>(
     state: &AppState,
-    snapshot: &'s Snapshot,
+    view: &RoutingView<'s>,
     target: &Target,
     pinned: Option<&str>,
     caller: &Caller<'_>,
-    settings: &ResilienceSettings,
     combo: bool,
 ) -> Result<TargetRun<'s>, Skip> {
     let provider = target.provider;
-    if combo && exceeds_tool_limit(state, target, caller) {
+    let settings = view.settings();
+    if combo && exceeds_tool_limit(view, target, caller) {
         return Err(Skip::new(SkipReason::ToolLimit, None));
     }
-    let mut candidates = candidates(state, snapshot, provider, caller, pinned);
+    let mut candidates = candidates(view, provider, caller, pinned);
     if candidates.is_empty() {
         return Err(Skip::new(SkipReason::NoConnection, None));
     }
-    state.connection_order.order(settings.fallback_strategy, provider.id, &mut candidates);
+    state.routing.connection_order.order(settings.fallback_strategy, provider.id, &mut candidates);
     let pin = session_first(state, caller, provider, settings.session_affinity_ttl_ms, &mut candidates);
     if combo {
         let held = state.engine.target_cooldown_ms(provider.id, provider.category, pinned, &settings.provider_cooldown);
@@ -126,9 +122,8 @@ pub fn open<'s>(
 }
 
 /// Whether the request has as many tools as `target` refused before.
-pub fn exceeds_tool_limit(state: &AppState, target: &Target, caller: &Caller<'_>) -> bool {
-    let Some(refused_from) = state.tool_limits.refused_from(target.provider.id, &target.model) else { return false };
-    caller.request.is_some_and(|r| r.tool_count() >= refused_from)
+pub fn exceeds_tool_limit(view: &RoutingView<'_>, target: &Target, caller: &Caller<'_>) -> bool {
+    caller.request.is_some_and(|r| view.refuses_tools(target.provider.id, &target.model, r.tool_count()))
 }
 
 /// Session affinity (SPEC §R2.2): with a choice of connections and a
@@ -145,7 +140,7 @@ fn session_first(
         return None;
     }
     let key = PinKey { session: caller.request?.session()?, provider: provider.id };
-    if let Some(pinned) = state.affinity.pinned(&key, ttl_ms)
+    if let Some(pinned) = state.routing.affinity.pinned(&key, ttl_ms)
         && let Some(i) = candidates.iter().position(|c| *c.id == *pinned)
     {
         candidates[..=i].rotate_right(1);
@@ -154,32 +149,22 @@ fn session_first(
 }
 
 /// The active connections of `provider` this request may use (the key's
-/// allow-list, a combo target's pinned connection; the leased one when the
-/// request holds a lease of this provider, and none leased by another
-/// session otherwise; for a stream's continuation, those of a provider
-/// that continues an assistant prefix but the one that failed), in
-/// routing order.
+/// allowed connections, a combo target's pinned connection, the leased
+/// one when the request holds a lease of this provider and none leased by
+/// another session otherwise: the routing view's answer; for a stream's
+/// continuation, those of a provider that continues an assistant prefix
+/// but the one that failed), in routing order.
 fn candidates<'s>(
-    state: &AppState,
-    snapshot: &'s Snapshot,
-    provider: &Provider,
+    view: &RoutingView<'s>,
+    provider: &'static Provider,
     caller: &Caller<'_>,
     pinned: Option<&str>,
 ) -> Vec<&'s Arc<LiveConnection>> {
     if caller.continuing.is_some() && !continues_a_prefix(provider.protocol) {
         return Vec::new();
     }
-    let key = caller.key;
-    let lease = caller.lease.filter(|l| l.provider == provider.id);
-    let owner = caller.lease.map(|l| &l.owner);
-    snapshot
-        .candidates(provider.id)
-        .iter()
-        .filter(|c| key.is_none_or(|k| k.may_use(&c.id)) && pinned.is_none_or(|p| p == c.id))
-        .filter(|c| match lease {
-            Some(l) => *l.connection_id == *c.id,
-            None => !state.leases.held_by_other(&c.id, owner),
-        })
+    let asker = caller.asker();
+    view.addressable(&asker, provider.id, pinned)
         .filter(|c| caller.continuing.is_none_or(|failed| failed != c.id))
         .collect()
 }

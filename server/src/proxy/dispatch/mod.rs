@@ -26,7 +26,6 @@ mod emergency;
 pub mod error;
 mod gates;
 mod permits;
-pub mod plan;
 pub mod queue;
 mod slots;
 mod streaming;
@@ -39,32 +38,30 @@ use std::{sync::Arc, time::Duration};
 use self::{
     attempt::{AttemptGuard, Failed},
     error::{DispatchError, Trail},
-    plan::Plan,
     slots::{Slots, Taken},
 };
-use super::{
-    cooldown_wait::{AbandonedWait, CooldownWaits},
-    errors::ProxyError,
-    request::ClientRequest,
-    resume::Resumer,
-};
+use super::{cooldown_wait::AbandonedWait, errors::ProxyError, request::ClientRequest, resume::Resumer};
 use crate::{
     auth::api_keys::KeyEntry,
     protocols::translate,
-    request_log::AttemptRecord,
     resilience::{
         breaker::BreakerConfig,
         classify::Verdict,
+        combo_wait::ComboWaits,
+        cooldown_wait::CooldownWaits,
         engine::{Exclusion, Probe},
         tool_limits,
     },
     routing::{
         affinity::PinKey,
         leases::Lease,
+        plan::Plan,
         registry::{LiveConnection, Snapshot},
         resolve::Target,
+        view::{Asker, RoutingView},
     },
     state::AppState,
+    store::AttemptRecord,
     upstream::executor::{TransportError, UpstreamResponse},
 };
 
@@ -106,6 +103,13 @@ pub struct Caller<'a> {
     /// A `context-relay` handoff (`proxy::handoff`): every connection but
     /// the one named serves the request carrying the handoff's note.
     pub handoff: Option<(&'a str, &'a ClientRequest)>,
+}
+
+impl<'a> Caller<'a> {
+    /// What bounds the connections this request may use (its key, its lease).
+    pub fn asker(&self) -> Asker<'a> {
+        Asker::new(self.key, self.lease)
+    }
 }
 
 /// One client request, ready to send to one target.
@@ -207,7 +211,7 @@ pub async fn run(
     let settings = state.resilience.current();
     let combo = plan.combo.is_some();
     let mut waits = CooldownWaits::default();
-    let mut combo_waits = combo_wait::ComboWaits::default();
+    let mut combo_waits = ComboWaits::default();
     let started = tokio::time::Instant::now();
     // `targetTimeoutMs`: how long each attempt on a combo target may wait for its answer to start.
     let timeout = plan.combo.as_ref().and_then(|c| c.config.target_timeout_ms).map(Duration::from_millis);
@@ -232,7 +236,13 @@ pub async fn run(
                     if let Some(c) = &plan.combo {
                         state.engine.record_target_success(provider.id, pinned);
                         let position = (planned.index, plan.targets.len());
-                        state.combo_states.served(&c.name, &planned.key, provider.id, position, tried_at.elapsed());
+                        state.routing.combo_states.served(
+                            &c.name,
+                            &planned.key,
+                            provider.id,
+                            position,
+                            tried_at.elapsed(),
+                        );
                     }
                     return Ok(response);
                 }
@@ -240,7 +250,7 @@ pub async fn run(
                     if let Some(c) = plan.combo.as_ref().filter(|_| unserved.attempted()) {
                         let window = &settings.provider_cooldown;
                         state.engine.record_target_failure(provider.id, provider.category, pinned, window);
-                        state.combo_states.failed(&c.name, &planned.key);
+                        state.routing.combo_states.failed(&c.name, &planned.key);
                     }
                     trail.unserved(planned, provider.id, unserved);
                 }
@@ -253,7 +263,7 @@ pub async fn run(
         // to end (§R4); a single model whose connections are all cooling
         // waits for the first (§R2).
         let wait = if combo {
-            combo_waits.after(state, snapshot, plan, &trail)
+            combo_wait::after(&mut combo_waits, &state.view(snapshot, &settings), &caller.asker(), plan, &trail)
         } else if trail.tried.is_empty() {
             waits.next(&settings.wait_for_cooldown, &trail.excluded)
         } else {
@@ -264,7 +274,8 @@ pub async fn run(
                 return Ok(response);
             }
             if combo {
-                let rate_limited = combo_wait::rate_limited_ms(state, snapshot, plan, &trail);
+                let view = state.view(snapshot, &settings);
+                let rate_limited = combo_wait::rate_limited_ms(&view, &caller.asker(), plan, &trail);
                 trail.rate_limited = rate_limited.map(|ms| (ms, state.engine.now() + i64::try_from(ms).unwrap_or(0)));
             }
             return Err(if trail.tried.is_empty() {
@@ -316,7 +327,8 @@ pub async fn serve_target(
     body_for: &impl Fn(Protocol, &str) -> Result<Bytes, ProxyError>,
 ) -> Result<Result<Response, Served>, DispatchError> {
     let target = to.target;
-    let mut run = match gates::open(state, snapshot, target, to.pinned, caller, settings, to.combo) {
+    let view = state.view(snapshot, settings);
+    let mut run = match gates::open(state, &view, target, to.pinned, caller, to.combo) {
         Ok(run) => run,
         Err(skip) => return Ok(Err(Served::Skipped(skip))),
     };
@@ -330,7 +342,7 @@ pub async fn serve_target(
         None => None,
     };
     let call = Call { caller, target, combo: to.combo, body, handoff, timeout: to.timeout };
-    Ok(try_connections(state, &call, &mut run).await.map_err(Served::Unserved))
+    Ok(try_connections(state, &view, &call, &mut run).await.map_err(Served::Unserved))
 }
 
 /// One target's connections and breaker admission.
@@ -365,6 +377,7 @@ impl Unserved {
 /// on the first.
 pub async fn try_connections(
     state: &Arc<AppState>,
+    view: &RoutingView<'_>,
     call: &Call<'_>,
     t: &mut TargetRun<'_>,
 ) -> Result<Response, Unserved> {
@@ -373,12 +386,12 @@ pub async fn try_connections(
     let mut excluded = Vec::new();
     let mut busy = None;
     // A refusal of the request's tools holds for every account.
-    let refused_tools = || call.combo && gates::exceeds_tool_limit(state, call.target, call.caller);
+    let refused_tools = || call.combo && gates::exceeds_tool_limit(view, call.target, call.caller);
     for conn in std::mem::take(&mut t.candidates) {
         if !failures.is_empty() && refused_tools() {
             break;
         }
-        if let Some(why) = state.engine.exclusion(provider.id, &conn.id, &call.target.model) {
+        if let Some(why) = view.excluded(provider.id, &conn.id, &call.target.model) {
             excluded.push(why);
             continue;
         }
@@ -433,7 +446,7 @@ async fn serve_on(
                     Tried::EarlyEof(f) => {
                         // Twice early: the session's pin leaves this connection.
                         if let Some(pin) = &t.pin {
-                            state.affinity.evict(pin, &conn.id);
+                            state.routing.affinity.evict(pin, &conn.id);
                         }
                         f
                     }
@@ -479,8 +492,8 @@ async fn attempt(state: &Arc<AppState>, call: &Call<'_>, mut guard: AttemptGuard
         Err(e) => return Tried::Failed(transport_failure(&mut guard, &e, None)),
     };
     record_egress(state, &mut guard, &resp);
-    queue::follow(&guard, resp.headers());
-    state.quotas.observe(&conn.id, &call.target.model, resp.headers(), state.engine.now());
+    queue::follow(guard.executing(), resp.headers());
+    state.routing.quotas.observe(&conn.id, &call.target.model, resp.headers(), state.engine.now());
     if !resp.status().is_success() {
         return error_status(state, call, guard, resp, deadline).await;
     }
@@ -544,7 +557,7 @@ async fn error_status(
     let body = guard.conn.redact(&String::from_utf8_lossy(&raw));
     let failed = Failed { status: Some(status), headers: &headers, body: &body, stall: false };
     let outcome = guard.classify(&failed);
-    queue::pace(state, &guard, call.caller.alias, status, &body);
+    queue::pace(state, guard.executing(), &guard.conn, call.caller.alias, status, &body);
     // A combo fails over from a refusal of the request's tools.
     let tools_refused = learn_tool_limit(state, call, status, &body);
     let fails_over = outcome.verdict.should_fallback || (tools_refused && call.combo);
@@ -576,7 +589,7 @@ fn learn_tool_limit(state: &AppState, call: &Call<'_>, status: u16, body: &str) 
     let Some(refused_from) = tool_limits::refusal(status, body, sent) else { return false };
     let (provider, model) = (call.target.provider.id, &call.target.model);
     tracing::warn!(provider, model = %model, tools = sent, refused_from, "the upstream refused the request's tool count; later requests with as many skip it in combos");
-    state.tool_limits.learn(provider, model, refused_from);
+    state.routing.tool_limits.learn(provider, model, refused_from);
     true
 }
 
@@ -602,7 +615,7 @@ fn lock_egress_siblings(
     ip: std::net::IpAddr,
     verdict: &Verdict,
 ) {
-    let snapshot = state.connections.snapshot();
+    let snapshot = state.routing.connections.snapshot();
     let pool = settings
         .egress_ip_lock_providers
         .iter()
@@ -623,7 +636,7 @@ fn log_row(caller: &Caller<'_>, target: &Target) -> AttemptRecord {
 
 /// The log row of `caller`'s request, before a target is known.
 fn caller_row(caller: &Caller<'_>) -> AttemptRecord {
-    crate::request_log::request_row(caller.request_id, caller.endpoint, caller.stream)
+    crate::store::AttemptRecord::request(caller.request_id, caller.endpoint, caller.stream)
 }
 
 /// A plan nothing could even be tried on (breaker open, every connection

@@ -14,23 +14,16 @@
 use std::{sync::Arc, time::Duration};
 use tokio::time::Instant;
 
-use app::types::settings::RequestQueueSettings;
 use http::HeaderMap;
 
-use super::attempt::AttemptGuard;
 use crate::{
     resilience::{
-        request_queue::{Admission, Queue, QueueSlot, Rates, Start, WEDGE_GRACE, admit},
+        request_queue::{Admission, Queue, QueueSlot, Rates, Start, WEDGE_GRACE, admit, protected},
         retry_hints,
     },
-    routing::registry::{ConnectionLimits, LiveConnection},
+    routing::registry::LiveConnection,
     state::AppState,
 };
-
-/// Whether a connection's requests go through its queue.
-pub fn protected(s: &RequestQueueSettings, limits: &ConnectionLimits) -> bool {
-    limits.protection.unwrap_or(s.auto_enable_api_key_providers && limits.api_key_auth)
-}
 
 /// A protected connection's queue with the waits that apply to it.
 pub struct Entry {
@@ -44,12 +37,12 @@ pub struct Entry {
 /// The queue `conn` takes for the upstream `model`, if it is protected.
 pub fn entry(state: &AppState, conn: &LiveConnection, model: &str) -> Option<Entry> {
     let settings = state.resilience.current();
-    if !protected(&settings.request_queue, &conn.limits) {
+    if !protected(&settings.request_queue, conn.limits.protection, conn.limits.api_key_auth) {
         return None;
     }
     let s = settings.request_queue.for_connection(&conn.limits.overrides);
     let scope = conn.provider.has_per_model_quota.then_some(model);
-    let queue = state.queues.queue(conn.provider.id, &conn.id, scope, Rates::of(&s));
+    let queue = state.admission.queues.queue(conn.provider.id, &conn.id, scope, Rates::of(&s));
     Some(Entry {
         queue,
         max_wait: Duration::from_millis(s.max_wait_ms),
@@ -106,8 +99,8 @@ pub fn execution_message(queue: &Queue, execution: Duration) -> String {
 
 /// Follows the upstream's `x-ratelimit-remaining-requests` /
 /// `x-ratelimit-reset-requests` on a request the queue started.
-pub fn follow(guard: &AttemptGuard, headers: &HeaderMap) {
-    let Some(e) = guard.executing() else { return };
+pub fn follow(executing: Option<&Executing>, headers: &HeaderMap) {
+    let Some(e) = executing else { return };
     let text = |name: &str| headers.get(name)?.to_str().ok().map(str::trim);
     let Some(remaining) = text("x-ratelimit-remaining-requests").and_then(|v| v.parse::<u64>().ok()) else {
         return;
@@ -122,15 +115,21 @@ pub fn follow(guard: &AttemptGuard, headers: &HeaderMap) {
 /// the connection instead (capped at 24 h) and leaves the queue running
 /// for the connection's other models (the alias the client sent, if it
 /// sent one, is locked too); any other longer wait pauses too.
-pub fn pace(state: &AppState, guard: &AttemptGuard, alias: Option<&str>, status: u16, body: &str) {
-    let Some(e) = guard.executing().filter(|_| status == 429) else { return };
+pub fn pace(
+    state: &AppState,
+    executing: Option<&Executing>,
+    conn: &LiveConnection,
+    alias: Option<&str>,
+    status: u16,
+    body: &str,
+) {
+    let Some(e) = executing.filter(|_| status == 429) else { return };
     let Some(wait_ms) = retry_hints::from_body(body, state.engine.now()) else { return };
     let queue = e.slot.queue();
     let wait = Duration::from_millis(wait_ms);
     if wait > e.max_wait
         && let (Some(model), Some(typed)) = (&queue.model, retry_hints::google_retry_info(body))
     {
-        let conn = &guard.conn;
         tracing::warn!(queue = %queue.id, wait_ms = typed, "the upstream asks for a longer wait than the queue allows; the model is locked instead");
         state.engine.lock_model(conn.provider.id, &conn.id, model, status, typed);
         // The name the client asked for is locked exactly too.
@@ -141,6 +140,22 @@ pub fn pace(state: &AppState, guard: &AttemptGuard, alias: Option<&str>, status:
     }
     tracing::info!(queue = %queue.id, wait_ms, "the upstream asks to wait; the queue pauses");
     queue.limiter.lock().pause(Instant::now(), wait);
+}
+
+/// A request the queue started: its place among the executing until its
+/// answer is had, and how long that may take.
+pub struct Executing {
+    pub slot: QueueSlot,
+    pub deadline: Instant,
+    pub limit: Duration,
+    /// `maxWaitMs`: a body-stated wait up to this paces the queue.
+    pub max_wait: Duration,
+}
+
+impl Executing {
+    pub fn new(slot: QueueSlot, entry: &Entry) -> Self {
+        Self { slot, deadline: Instant::now() + entry.execution, limit: entry.execution, max_wait: entry.max_wait }
+    }
 }
 
 impl Entry {

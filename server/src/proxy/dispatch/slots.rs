@@ -4,43 +4,23 @@
 //! The attempt guard holds both; a refusal of either is the gateway's own,
 //! logged as a row and never reported to the engine.
 
-use std::{sync::Arc, time::Duration};
-use tokio::time::Instant;
+use std::sync::Arc;
 
 use super::{
     Call, Caller, Failure, FailureCode, log_row,
     permits::{self, Requester},
-    queue::{self, Entry, QueueRefused},
+    queue::{self, Executing, QueueRefused},
 };
 use crate::{
-    request_log::AttemptRecord,
-    resilience::{
-        concurrency::{Concurrency, Permit},
-        request_queue::QueueSlot,
-    },
+    resilience::concurrency::{Concurrency, Permit},
     routing::{registry::LiveConnection, resolve::Target},
     state::AppState,
+    store::AttemptRecord,
 };
 
 /// `requestQueue.globalConcurrentRequests` (0: none).
 fn global_cap(state: &AppState) -> u64 {
     state.resilience.current().request_queue.global_concurrent_requests
-}
-
-/// A request the queue started: its place among the executing until its
-/// answer is had, and how long that may take.
-pub struct Executing {
-    pub slot: QueueSlot,
-    pub deadline: Instant,
-    pub limit: Duration,
-    /// `maxWaitMs`: a body-stated wait up to this paces the queue.
-    pub max_wait: Duration,
-}
-
-impl Executing {
-    fn new(slot: QueueSlot, entry: &Entry) -> Self {
-        Self { slot, deadline: Instant::now() + entry.execution, limit: entry.execution, max_wait: entry.max_wait }
-    }
 }
 
 /// An attempt's slots, given back when it finishes.
@@ -64,7 +44,7 @@ pub enum Taken {
 pub fn try_take(state: &AppState, call: &Call<'_>, conn: &LiveConnection, who: Requester) -> Taken {
     let model = &call.target.model;
     let Ok(permit) =
-        Concurrency::try_acquire(&permits::limits(&state.concurrency, global_cap(state), conn, model, who))
+        Concurrency::try_acquire(&permits::limits(&state.admission.concurrency, global_cap(state), conn, model, who))
     else {
         return Taken::Busy;
     };
@@ -90,7 +70,7 @@ pub async fn wait(state: &AppState, call: &Call<'_>, conn: &LiveConnection, who:
             Err(why) => return Err(refused(state, call, conn, &Refusal::Queue(why))),
         },
     };
-    match permits::wait(permits::limits(&state.concurrency, global_cap(state), conn, model, who)).await {
+    match permits::wait(permits::limits(&state.admission.concurrency, global_cap(state), conn, model, who)).await {
         Ok(permit) => Ok(Slots { permit, queue }),
         Err(why) => Err(refused(state, call, conn, &Refusal::Permit(why))),
     }
@@ -168,7 +148,7 @@ fn refused(state: &AppState, call: &Call<'_>, conn: &LiveConnection, why: &Refus
 fn log_refusal(state: &AppState, conn: &LiveConnection, f: &Failure, row: AttemptRecord) {
     let code = f.code.map_or("", FailureCode::as_str);
     tracing::warn!(request_id = %row.request_id, connection_id = %conn.id, reason = code, "{}", f.message);
-    state.logs.record(AttemptRecord {
+    state.store.logs.record(AttemptRecord {
         connection_id: Some(conn.id.clone()),
         status: f.status.map_or(0, i32::from),
         error_kind: Some(code.to_owned()),

@@ -73,7 +73,8 @@ pub(super) async fn open(
         heartbeat: state.config.sse_heartbeat_interval,
         throughput: watchdog.enabled.then_some(watchdog),
     };
-    let mut relay = Relay::new(body, committed, budgets, client, translator, guard).until(state.shutdown.wait());
+    let mut relay =
+        Relay::new(body, committed, budgets, client, translator, guard).until(state.clients.shutdown.wait());
     if let Some(resume) = resume {
         relay = relay.resumable(resume);
     }

@@ -29,11 +29,6 @@ use crate::{protocols::translate, state::AppState};
 /// Largest intermediate answer read (a panel member's, a step's).
 const MAX_ANSWER_BYTES: usize = 8 * 1024 * 1024;
 
-/// Whether combos of `strategy` are served here.
-pub fn runs(strategy: Strategy) -> bool {
-    matches!(strategy, Strategy::Fusion | Strategy::Pipeline)
-}
-
 /// Serves `req` by `combo`'s plan of calls. Boxed: a member may name a
 /// combo, whose request comes back through `route::serve`.
 pub fn serve<'a>(

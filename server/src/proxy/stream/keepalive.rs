@@ -29,16 +29,8 @@ use std::{
 };
 use tokio::time::{Interval, MissedTickBehavior};
 
-use super::relay::{self, StreamEnd};
+use super::frames;
 use crate::protocols::{responses, sse};
-
-/// The keepalive frame of a client protocol.
-pub fn frame(client: Protocol) -> Bytes {
-    match client {
-        Protocol::Anthropic => Bytes::from_static(b"event: ping\ndata: {\"type\": \"ping\"}\n\n"),
-        _ => Bytes::from_static(b": keepalive\n\n"),
-    }
-}
 
 /// Serves a stream request: its answer as it is when the dispatch loop
 /// has one within `period`, else an SSE response that keeps the client
@@ -128,15 +120,12 @@ impl Stream for EarlyCommit {
                     Poll::Pending => {
                         if this.shutdown.as_mut().poll(cx).is_ready() {
                             this.state = State::Done;
-                            return Poll::Ready(Some(Ok(relay::error_event(
-                                this.client,
-                                &StreamEnd::Shutdown.message(),
-                            ))));
+                            return Poll::Ready(Some(Ok(frames::error_event(this.client, frames::SHUTDOWN_MESSAGE))));
                         }
                         if this.ticks.poll_tick(cx).is_pending() {
                             return Poll::Pending;
                         }
-                        return Poll::Ready(Some(Ok(frame(this.client))));
+                        return Poll::Ready(Some(Ok(frames::keepalive(this.client))));
                     }
                 },
             }

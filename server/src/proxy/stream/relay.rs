@@ -24,27 +24,13 @@ use std::{
 use tokio::time::{Instant, Sleep};
 
 use super::{
-    keepalive,
+    frames::{self, error_event},
     progress::{Seen, Watch},
 };
 use crate::{
-    protocols::{
-        anthropic, gemini_inbound, ir, sse,
-        translate::{self, StreamTranslator},
-    },
+    protocols::{ir, translate::StreamTranslator},
     resilience::throughput::ThroughputWatchdog,
 };
-
-/// The error event that ends a stream of `client`'s protocol with
-/// `message` (a stream already committed can no longer change its status).
-pub fn error_event(client: Protocol, message: &str) -> Bytes {
-    match client {
-        Protocol::Anthropic => sse::frame(Some("error"), &anthropic::error_body("api_error", message).to_string()),
-        Protocol::Responses => translate::responses_error_frame(message),
-        Protocol::Gemini => sse::frame(None, &gemini_inbound::error_body(500, message).to_string()),
-        Protocol::OpenaiChat => translate::openai_error_frame(message),
-    }
-}
 
 /// How a relayed stream ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -89,7 +75,7 @@ impl StreamEnd {
                 "STREAM_THROUGHPUT_TOO_LOW: the upstream stream's useful output is below the minimum rate".to_owned()
             }
             Self::ClientGone => "the client closed the stream early".to_owned(),
-            Self::Shutdown => "the gateway is shutting down; retry the request".to_owned(),
+            Self::Shutdown => frames::SHUTDOWN_MESSAGE.to_owned(),
         }
     }
 }
@@ -423,7 +409,7 @@ impl<F: Finish> Stream for Relay<F> {
                     this.closed = true;
                     return Poll::Ready(last.map(Ok));
                 }
-                Next::Keepalive => return Poll::Ready(Some(Ok(keepalive::frame(this.client)))),
+                Next::Keepalive => return Poll::Ready(Some(Ok(frames::keepalive(this.client)))),
                 Next::Resuming => continue,
                 Next::Upstream(chunk) => chunk,
             };

@@ -6,10 +6,10 @@ use app::types::settings::ErrorReason;
 
 const T: i64 = 1_767_225_600_000;
 
-fn engine() -> (Engine, Arc<ManualClock>, tokio::sync::mpsc::UnboundedReceiver<Change>) {
+fn engine() -> (Engine, Arc<ManualClock>, EngineChanges) {
     let clock = Arc::new(ManualClock::new(T));
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    (Engine::new(clock.clone(), Some(tx)), clock, rx)
+    let changes = EngineChanges::detached();
+    (Engine::new(clock.clone(), changes.clone()), clock, changes)
 }
 
 fn failure<'a>(status: Option<u16>, headers: &'a HeaderMap) -> AttemptFailure<'a> {
@@ -69,19 +69,20 @@ fn an_abandoned_half_open_probe_gives_its_slot_back() {
 
 #[test]
 fn changes_are_sent_to_the_writer_and_quiet_paths_send_nothing() {
-    let (e, _clock, mut rx) = engine();
+    let (e, _clock, changes) = engine();
     let h = HeaderMap::new();
     let s = ResilienceSettings::default();
     let c = cfg(5);
     e.on_success("openai", "c1", "gpt-4o", &c, None);
-    assert!(rx.try_recv().is_err(), "a healthy success writes nothing");
+    assert!(
+        changes.connections.take().is_empty() && changes.breakers.take().is_empty(),
+        "a healthy success writes nothing"
+    );
     e.on_failure(&failure(Some(503), &h), &s, &c, None);
-    let mut got = Vec::new();
-    while let Ok(change) = rx.try_recv() {
-        got.push(change);
-    }
-    assert!(matches!(&got[0], Change::Connection(id, h) if id == "c1" && h.error_code.as_deref() == Some("503")));
-    assert!(matches!(&got[1], Change::Breaker(p, b) if p == "openai" && b.failure_count() == 1));
+    let health = changes.connections.take();
+    assert!(matches!(health.get("c1"), Some(h) if h.error_code.as_deref() == Some("503")), "{health:?}");
+    let breakers = changes.breakers.take();
+    assert!(matches!(breakers.get("openai"), Some(b) if b.failure_count() == 1), "{breakers:?}");
     assert_eq!(e.reset_breakers(None), 1);
     assert!(e.breakers(&s, |_| Category::Apikey).is_empty());
 }
@@ -110,7 +111,7 @@ fn ip(s: &str) -> IpAddr {
 
 #[test]
 fn a_quota_429_on_an_egress_bucketed_provider_cools_its_siblings_on_the_same_ip() {
-    let (e, clock, mut rx) = engine();
+    let (e, clock, changes) = engine();
     let settings = ResilienceSettings::default();
     e.record_egress("go-1", ip("10.0.0.1"));
     e.record_egress("go-2", ip("10.0.0.1"));
@@ -126,12 +127,13 @@ fn a_quota_429_on_an_egress_bucketed_provider_cools_its_siblings_on_the_same_ip(
     assert_eq!(o.verdict.reason, ErrorReason::QuotaExhausted);
     let lock_ip = e.egress_lock_ip(&quota, &o, &settings);
     assert_eq!(lock_ip, Some(ip("10.0.0.1")), "the last seen IP when the response had none");
-    while rx.try_recv().is_ok() {}
+    changes.connections.take();
     let cooled = e.cool_egress_siblings("go-1", ip("10.0.0.1"), &o.verdict, ["go-1", "go-2", "go-3"]);
     assert_eq!(cooled, vec!["go-2"], "same IP only, never the failing one again");
     assert!(matches!(e.exclusion("opencode-go", "go-2", "m"), Some(Exclusion::Cooling { .. })));
     assert_eq!(e.exclusion("opencode-go", "go-3", "m"), None);
-    assert!(matches!(rx.try_recv(), Ok(Change::Connection(id, _)) if id == "go-2"), "persisted behind");
+    let stored: Vec<_> = changes.connections.take().into_keys().collect();
+    assert_eq!(stored, ["go-2"], "persisted behind");
     clock.advance(1_000);
     assert!(e.cool_egress_siblings("go-1", ip("10.0.0.1"), &o.verdict, ["go-2"]).is_empty(), "already cooling as long");
 

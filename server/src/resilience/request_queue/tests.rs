@@ -153,3 +153,14 @@ async fn queues_are_per_connection_or_per_model_and_slots_finish_on_drop() {
     drop(slot);
     assert!(queues.snapshot().iter().all(|(_, c)| c.running == 0));
 }
+
+#[test]
+fn protection_is_three_state() {
+    let mut s = RequestQueueSettings::default();
+    assert!(protected(&s, None, true), "auto-enable covers API-key connections");
+    assert!(!protected(&s, None, false), "not OAuth or local ones");
+    assert!(!protected(&s, Some(false), true), "false opts out even under auto-enable");
+    s.auto_enable_api_key_providers = false;
+    assert!(!protected(&s, None, true));
+    assert!(protected(&s, Some(true), false), "true forces it on");
+}

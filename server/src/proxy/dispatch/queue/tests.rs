@@ -112,15 +112,3 @@ async fn a_line_behind_a_request_that_never_finishes_is_failed_as_wedged() {
     assert_eq!(Instant::now() - t0, e.execution + WEDGE_GRACE);
     assert_eq!(e.queue.limiter.lock().queued(), 0, "the refused request left the line");
 }
-
-#[test]
-fn protection_is_three_state() {
-    let mut s = RequestQueueSettings::default();
-    let limits = |protection, api_key_auth| ConnectionLimits { protection, api_key_auth, ..Default::default() };
-    assert!(protected(&s, &limits(None, true)), "auto-enable covers API-key connections");
-    assert!(!protected(&s, &limits(None, false)), "not OAuth or local ones");
-    assert!(!protected(&s, &limits(Some(false), true)), "false opts out even under auto-enable");
-    s.auto_enable_api_key_providers = false;
-    assert!(!protected(&s, &limits(None, true)));
-    assert!(protected(&s, &limits(Some(true), false)), "true forces it on");
-}

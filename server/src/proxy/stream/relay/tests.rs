@@ -2,6 +2,7 @@
 //! exact budgets.
 
 use super::*;
+use crate::protocols::sse;
 use futures_util::StreamExt;
 use parking_lot::Mutex;
 use std::sync::Arc;
@@ -59,7 +60,7 @@ async fn a_stream_without_output_is_aborted_after_the_stall_budget_and_reasoning
     tx.send(Ok(think.clone())).unwrap(); // at 500 s: the budget starts over
     assert_eq!(relay.next().await.unwrap().unwrap(), think);
     let mut last = relay.next().await.unwrap().unwrap();
-    while last == keepalive::frame(Protocol::Anthropic) {
+    while last == frames::keepalive(Protocol::Anthropic) {
         last = relay.next().await.unwrap().unwrap();
     }
     assert_eq!(started.elapsed(), Duration::from_secs(1100), "600 s after the last reasoning frame");
@@ -142,7 +143,7 @@ async fn upstream_silence_gets_a_keepalive_every_heartbeat_period_in_the_clients
     let started = Instant::now();
     let mut at = Vec::new();
     for _ in 0..3 {
-        assert_eq!(relay.next().await.unwrap().unwrap(), keepalive::frame(Protocol::OpenaiChat));
+        assert_eq!(relay.next().await.unwrap().unwrap(), frames::keepalive(Protocol::OpenaiChat));
         at.push(started.elapsed().as_secs());
     }
     // Output resets the period: the next keepalive is 15 s after it.
@@ -150,7 +151,7 @@ async fn upstream_silence_gets_a_keepalive_every_heartbeat_period_in_the_clients
     tokio::time::sleep(Duration::from_secs(5)).await;
     let text = relay.next().await.unwrap().unwrap();
     assert!(String::from_utf8_lossy(&text).contains("hi"));
-    assert_eq!(relay.next().await.unwrap().unwrap(), keepalive::frame(Protocol::OpenaiChat));
+    assert_eq!(relay.next().await.unwrap().unwrap(), frames::keepalive(Protocol::OpenaiChat));
     at.push(started.elapsed().as_secs());
     assert_eq!(at, vec![15, 30, 45, 65]);
     assert!(ends.lock().is_empty(), "keepalives end nothing");

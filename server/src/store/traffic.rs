@@ -3,7 +3,8 @@
 //! latency histogram. The request log's writer feeds it the rows it
 //! stores (in batches, off the request path), and it is seeded from
 //! `proxy_logs` once at start, so a page view reads memory and never
-//! scans the log. Refused requests (no upstream call) are not traffic.
+//! scans the log. Refused requests (no upstream call) are not traffic:
+//! they have no [`Sample`].
 
 use app::types::{
     StatusClass,
@@ -11,8 +12,6 @@ use app::types::{
 };
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
-
-use crate::request_log::AttemptRecord;
 
 const MINUTE_MS: i64 = 60_000;
 /// Minutes kept: a day, plus the hour before the last for its delta.
@@ -86,6 +85,22 @@ impl Bucket {
 /// One connection's minutes.
 type Minutes = BTreeMap<i64, Bucket>;
 
+/// What the rollup counts of one upstream attempt.
+pub struct Sample<'a> {
+    provider: &'a str,
+    connection_id: &'a str,
+    /// Epoch ms.
+    at: i64,
+    status: i32,
+    latency_ms: i64,
+}
+
+impl<'a> Sample<'a> {
+    pub fn new(provider: &'a str, connection_id: &'a str, at: i64, status: i32, latency_ms: i64) -> Self {
+        Self { provider, connection_id, at, status, latency_ms }
+    }
+}
+
 #[derive(Default)]
 pub struct Traffic {
     /// By provider, then connection id.
@@ -93,14 +108,13 @@ pub struct Traffic {
 }
 
 impl Traffic {
-    /// Counts stored log rows: upstream attempts only.
-    pub fn add(&self, rows: &[AttemptRecord]) {
+    /// Counts upstream attempts.
+    pub fn add<'a>(&self, samples: impl IntoIterator<Item = Sample<'a>>) {
         let mut series = self.series.lock();
-        for r in rows.iter().filter(|r| !r.refused) {
-            let Some(connection) = &r.connection_id else { continue };
-            let latency = if r.stream { r.ttfb_ms.unwrap_or(r.latency_ms) } else { r.latency_ms };
-            let minutes = series.entry(r.provider.clone()).or_default().entry(connection.clone()).or_default();
-            minutes.entry(r.created_at.div_euclid(MINUTE_MS)).or_default().add(r.status, latency);
+        for s in samples {
+            let provider = series.entry(s.provider.to_owned()).or_default();
+            let minutes = provider.entry(s.connection_id.to_owned()).or_default();
+            minutes.entry(s.at.div_euclid(MINUTE_MS)).or_default().add(s.status, s.latency_ms);
         }
     }
 

@@ -1,6 +1,11 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
+use crate::store::attempt::AttemptRecord;
+
+fn add(t: &Traffic, rows: &[AttemptRecord]) {
+    t.add(rows.iter().filter_map(AttemptRecord::sample));
+}
 
 const NOW: i64 = 1_800_000_000_000;
 
@@ -22,7 +27,7 @@ fn report(t: &Traffic, window: &str) -> TrafficReport {
 #[test]
 fn percentiles_interpolate_inside_their_bin() {
     let t = Traffic::default();
-    t.add(&(1..=100).map(|ms| row("p", "c", NOW, 200, ms)).collect::<Vec<_>>());
+    add(&t, &(1..=100).map(|ms| row("p", "c", NOW, 200, ms)).collect::<Vec<_>>());
     let total = report(&t, "1h").providers[0].series.total.clone();
     assert_eq!((total.ok, total.p50_ms, total.p95_ms), (100, Some(50), Some(95)));
 }
@@ -30,17 +35,20 @@ fn percentiles_interpolate_inside_their_bin() {
 #[test]
 fn outcomes_land_in_their_class_and_their_minute() {
     let t = Traffic::default();
-    t.add(&[
-        row("p", "a", NOW, 200, 10),
-        row("p", "a", NOW, 429, 10),
-        row("p", "b", NOW - 10 * MINUTE_MS, 503, 10),
-        row("p", "b", NOW - 10 * MINUTE_MS, 0, 10),
-        row("p", "b", NOW - 10 * MINUTE_MS, 404, 10),
-        // Older than the hour: only in the day.
-        row("p", "a", NOW - 2 * 3_600_000, 200, 10),
-        // A refusal is not traffic.
-        AttemptRecord { refused: true, ..row("p", "a", NOW, 503, 0) },
-    ]);
+    add(
+        &t,
+        &[
+            row("p", "a", NOW, 200, 10),
+            row("p", "a", NOW, 429, 10),
+            row("p", "b", NOW - 10 * MINUTE_MS, 503, 10),
+            row("p", "b", NOW - 10 * MINUTE_MS, 0, 10),
+            row("p", "b", NOW - 10 * MINUTE_MS, 404, 10),
+            // Older than the hour: only in the day.
+            row("p", "a", NOW - 2 * 3_600_000, 200, 10),
+            // A refusal is not traffic.
+            AttemptRecord { refused: true, ..row("p", "a", NOW, 503, 0) },
+        ],
+    );
     let r = report(&t, "1h");
     let p = &r.providers[0];
     assert_eq!(p.series.points.len(), 60);
@@ -61,7 +69,7 @@ fn outcomes_land_in_their_class_and_their_minute() {
 #[test]
 fn the_previous_hour_is_counted_apart() {
     let t = Traffic::default();
-    t.add(&[row("p", "a", NOW - 90 * MINUTE_MS, 500, 10), row("p", "a", NOW - 5 * MINUTE_MS, 200, 10)]);
+    add(&t, &[row("p", "a", NOW - 90 * MINUTE_MS, 500, 10), row("p", "a", NOW - 5 * MINUTE_MS, 200, 10)]);
     let r = report(&t, "1h");
     assert_eq!((r.last_hour.ok, r.previous_hour.server_errors), (1, 1));
 }
@@ -69,7 +77,7 @@ fn the_previous_hour_is_counted_apart() {
 #[test]
 fn a_stream_counts_its_time_to_first_event() {
     let t = Traffic::default();
-    t.add(&[AttemptRecord { stream: true, ttfb_ms: Some(40), ..row("p", "a", NOW, 200, 60_000) }]);
+    add(&t, &[AttemptRecord { stream: true, ttfb_ms: Some(40), ..row("p", "a", NOW, 200, 60_000) }]);
     // 40 ms falls in the 35–50 ms bin; the whole answer (60 s) would not.
     let p95 = report(&t, "1h").providers[0].series.total.p95_ms.unwrap();
     assert!((35..=50).contains(&p95), "{p95}");
@@ -78,7 +86,7 @@ fn a_stream_counts_its_time_to_first_event() {
 #[test]
 fn prune_forgets_what_is_older_than_a_day() {
     let t = Traffic::default();
-    t.add(&[row("old", "a", NOW - 26 * 3_600_000, 200, 10), row("new", "b", NOW, 200, 10)]);
+    add(&t, &[row("old", "a", NOW - 26 * 3_600_000, 200, 10), row("new", "b", NOW, 200, 10)]);
     t.prune(NOW);
     assert_eq!(t.series.lock().keys().collect::<Vec<_>>(), ["new"]);
 }

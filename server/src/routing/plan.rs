@@ -10,19 +10,16 @@
 use app::types::combo::{Combo, ComboTarget, MAX_COMBO_DEPTH, Strategy};
 use std::sync::Arc;
 
-use crate::{
-    auth::api_keys::KeyEntry,
-    resilience::{breaker::BreakerState, engine},
-    routing::{
-        affinity::SessionId,
-        quota::{Quota, QuotaSource},
-        registry::Snapshot,
-        resolve::{self, Target},
-        strategies::{self, Candidate, Health},
-    },
-    state::AppState,
-    upstream::model_facts,
+use super::{
+    affinity::SessionId,
+    combos::ComboRegistry,
+    quota::{Quota, QuotaSource},
+    registry::Snapshot,
+    resolve::{self, Target},
+    strategies::{self, Candidate, Health},
+    view::{Asker, RoutingView},
 };
+use crate::upstream::model_facts;
 
 /// One target of the plan.
 pub struct Planned {
@@ -56,26 +53,20 @@ impl Plan {
         Self { combo: None, targets: vec![planned] }
     }
 
-    /// The combo's targets in its strategy's order for a request that came
-    /// with API key `key` (whose allow-list bounds the accounts) in
-    /// `session`.
-    pub fn combo(
-        combo: Arc<Combo>,
-        snapshot: &Snapshot,
-        state: &AppState,
-        key: Option<&KeyEntry>,
-        session: Option<SessionId>,
-    ) -> Self {
-        let mut targets: Vec<Planned> = combo_targets(state, &combo)
+    /// The combo's targets in its strategy's order for a request of
+    /// `asker` (whose key's allowed connections and lease bound the
+    /// accounts) in `session`.
+    pub fn combo(combo: Arc<Combo>, view: &RoutingView<'_>, asker: &Asker<'_>, session: Option<SessionId>) -> Self {
+        let mut targets: Vec<Planned> = combo_targets(&view.routing().combos, &combo)
             .into_iter()
             .enumerate()
-            .map(|(i, (key, t))| planned(i, key, t, snapshot))
+            .map(|(i, (key, t))| planned(i, key, t, view.snapshot))
             .collect();
         if strategies::per_account(combo.strategy) {
-            targets = targets.into_iter().flat_map(|p| per_account(p, snapshot, key)).collect();
+            targets = targets.into_iter().flat_map(|p| per_account(p, view, asker)).collect();
         }
         if combo.strategy != Strategy::Priority {
-            let order = strategy_order(&combo, &targets, snapshot, state, session);
+            let order = strategy_order(&combo, &targets, view, asker, session);
             let mut slots: Vec<Option<Planned>> = targets.into_iter().map(Some).collect();
             targets = order.into_iter().filter_map(|i| slots[i].take()).collect();
         }
@@ -85,9 +76,9 @@ impl Plan {
 
 /// The combo's targets with nested combos expanded in place, each with
 /// its key (as the strategies' memory names it).
-pub fn combo_targets(state: &AppState, combo: &Combo) -> Vec<(String, ComboTarget)> {
+pub fn combo_targets(combos: &ComboRegistry, combo: &Combo) -> Vec<(String, ComboTarget)> {
     let mut flat = Vec::new();
-    flatten(state, combo, "", 1, &mut vec![combo.name.clone()], &mut flat);
+    flatten(combos, combo, "", 1, &mut vec![combo.name.clone()], &mut flat);
     flat
 }
 
@@ -96,7 +87,7 @@ pub fn combo_targets(state: &AppState, combo: &Combo) -> Vec<(String, ComboTarge
 /// the stored combos hold one anyway, the repeated or too-deep combo is
 /// left out rather than followed.
 fn flatten(
-    state: &AppState,
+    combos: &ComboRegistry,
     combo: &Combo,
     path: &str,
     depth: usize,
@@ -111,9 +102,9 @@ fn flatten(
                 out.push((format!("{position}:{}{pin}", t.model), t.clone()));
             }
             Some(name) if depth < MAX_COMBO_DEPTH && !on_path.iter().any(|n| n == name) => {
-                let Some(sub) = state.combos.get(name) else { continue };
+                let Some(sub) = combos.get(name) else { continue };
                 on_path.push(name.to_owned());
-                flatten(state, &sub, &format!("{position}>"), depth + 1, on_path, out);
+                flatten(combos, &sub, &format!("{position}>"), depth + 1, on_path, out);
                 on_path.pop();
             }
             Some(name) => {
@@ -125,14 +116,9 @@ fn flatten(
 
 /// One target per connection the request may use of an unpinned target
 /// (the target itself when it has none, or is pinned).
-fn per_account(p: Planned, snapshot: &Snapshot, key: Option<&KeyEntry>) -> Vec<Planned> {
+fn per_account(p: Planned, view: &RoutingView<'_>, asker: &Asker<'_>) -> Vec<Planned> {
     let Some(target) = p.target.as_ref().filter(|_| p.pinned.is_none()) else { return vec![p] };
-    let accounts: Vec<&str> = snapshot
-        .candidates(target.provider.id)
-        .iter()
-        .filter(|c| key.is_none_or(|k| k.may_use(&c.id)))
-        .map(|c| c.id.as_str())
-        .collect();
+    let accounts: Vec<&str> = view.addressable(asker, target.provider.id, None).map(|c| c.id.as_str()).collect();
     if accounts.is_empty() {
         return vec![p];
     }
@@ -164,38 +150,30 @@ fn planned(index: usize, key: String, t: ComboTarget, snapshot: &Snapshot) -> Pl
 fn strategy_order(
     combo: &Combo,
     targets: &[Planned],
-    snapshot: &Snapshot,
-    state: &AppState,
+    view: &RoutingView<'_>,
+    asker: &Asker<'_>,
     session: Option<SessionId>,
 ) -> Vec<usize> {
     let session = session.filter(|_| combo.strategy == Strategy::CacheOptimized);
-    let settings = state.resilience.current();
-    let memory = state.combo_states.of(&combo.name);
+    let memory = view.routing().combo_states.of(&combo.name);
     let mut memory = memory.lock();
     let eligibility = strategies::needs_eligibility(combo.strategy);
     let accounts = strategies::per_account(combo.strategy);
-    let now = state.engine.now();
+    let now = view.engine().now();
     let candidates: Vec<Candidate> = targets
         .iter()
         .map(|p| {
-            let health = p.target.as_ref().map_or(Health::Open, |target| {
-                let cfg = engine::breaker_config(&settings, target.provider.category);
-                match state.engine.breaker_state(target.provider.id, &cfg) {
-                    BreakerState::Closed => Health::Closed,
-                    BreakerState::HalfOpen | BreakerState::Degraded => Health::HalfOpen,
-                    BreakerState::Open => Health::Open,
-                }
-            });
+            let health = p.target.as_ref().map_or(Health::Open, |target| view.health(target.provider));
             Candidate {
                 key: p.key.clone(),
                 provider: p.spec.split_once('/').map_or("", |(provider, _)| provider).to_owned(),
                 weight: p.weight,
                 health,
-                eligible: eligibility && health != Health::Open && usable(state, snapshot, p),
+                eligible: eligibility && health != Health::Open && usable(view, asker, p),
                 stats: memory.targets.get(&p.key).copied().unwrap_or_default(),
                 facts: p.target.as_ref().and_then(|t| model_facts::of(&t.model)),
-                quota: accounts.then(|| account_quota(state, p, now)).flatten(),
-                in_flight: p.pinned.as_deref().and_then(|c| snapshot.connection(c)).map_or(0, |c| c.in_flight()),
+                quota: accounts.then(|| account_quota(view, p, now)).flatten(),
+                in_flight: p.pinned.as_deref().and_then(|c| view.snapshot.connection(c)).map_or(0, |c| c.in_flight()),
                 rendezvous: session.map(|s| rendezvous(&s, p)),
             }
         })
@@ -214,17 +192,13 @@ fn rendezvous(session: &SessionId, p: &Planned) -> f64 {
 }
 
 /// The quota of a one-account target's account, if reported.
-fn account_quota(state: &AppState, p: &Planned, now: i64) -> Option<Quota> {
-    let source: &dyn QuotaSource = &state.quotas;
+fn account_quota(view: &RoutingView<'_>, p: &Planned, now: i64) -> Option<Quota> {
+    let source: &dyn QuotaSource = &view.routing().quotas;
     source.quota(p.pinned.as_deref()?, &p.target.as_ref()?.model, now)
 }
 
-/// Whether some connection of the target could serve it now.
-fn usable(state: &AppState, snapshot: &Snapshot, p: &Planned) -> bool {
+/// Whether some connection of the target could serve the request now.
+fn usable(view: &RoutingView<'_>, asker: &Asker<'_>, p: &Planned) -> bool {
     let Some(target) = &p.target else { return false };
-    snapshot
-        .candidates(target.provider.id)
-        .iter()
-        .filter(|c| p.pinned.as_deref().is_none_or(|pin| pin == c.id))
-        .any(|c| state.engine.exclusion(target.provider.id, &c.id, &target.model).is_none())
+    view.usable(asker, target.provider.id, &target.model, p.pinned.as_deref())
 }

@@ -1,0 +1,58 @@
+//! The store seam: everything the gateway writes behind its requests.
+//!
+//! Two families, each with its own policy when the database falls behind:
+//!
+//! * **live state** ([`state`]): breakers, connection health, session
+//!   affinity pins, API keys' last use. Each producer (the engine, the pin
+//!   table, the key registry) owns its change type and leaves changes in
+//!   its own outbox ([`crate::outbox`]), which keeps the newest per key:
+//!   bounded by the number of keys, never dropped;
+//! * **the request log** ([`log`]) and the traffic rollup it feeds
+//!   ([`traffic`]): a bounded ring; when full, the oldest row goes and is
+//!   counted (Health shows the count).
+//!
+//! The store imports the producers, never the reverse: a producer sees
+//! only its outbox. That is the seam a shared store stands behind when
+//! several instances use one Postgres — the same outboxes feed a change
+//! feed, and what other instances changed is applied to the producers'
+//! live state from here. Leases write through (`services::leases`): they
+//! are rare and must be durable before they are granted.
+
+pub mod attempt;
+pub mod log;
+pub mod state;
+pub mod traffic;
+
+use sea_orm::DatabaseConnection;
+use std::sync::Arc;
+
+pub use attempt::AttemptRecord;
+pub use log::LogSink;
+pub use state::Outboxes;
+
+/// The writers behind the requests.
+pub struct Store {
+    /// The request log (and, as it stores rows, the traffic rollup).
+    pub logs: LogSink,
+    /// Traffic over the last day, for Health's charts (fed by `logs`).
+    pub traffic: Arc<traffic::Traffic>,
+    /// Breakers, connection health, pins and key uses.
+    pub state: state::StateWriter,
+}
+
+impl Store {
+    /// Starts both writers; the producers of live state put their changes
+    /// in the returned outboxes. `traffic` is the rollup, already seeded.
+    pub fn spawn(db: &DatabaseConnection, log_retention_rows: u64, traffic: traffic::Traffic) -> (Self, Outboxes) {
+        let traffic = Arc::new(traffic);
+        let (state, outboxes) = state::StateWriter::spawn(db.clone());
+        let logs = LogSink::spawn(db.clone(), log_retention_rows, traffic.clone());
+        (Self { logs, traffic, state }, outboxes)
+    }
+
+    /// Waits until everything queued before this call is stored.
+    pub async fn flush(&self) {
+        self.logs.flush().await;
+        self.state.flush().await;
+    }
+}

@@ -1,0 +1,125 @@
+//! Write-behind persistence of live state: the engine's breakers and
+//! connection health, the session affinity pins and the API keys' last
+//! use. Each producer leaves its changes in its own outbox (see
+//! [`crate::outbox`]: the newest per key, never dropped) and never waits;
+//! this task wakes on a change, takes every outbox and writes what it took.
+//! `flush` waits until everything put before it is stored (shutdown, tests).
+
+use sea_orm::DatabaseConnection;
+use std::sync::Arc;
+use tokio::sync::{Notify, mpsc, oneshot};
+
+use crate::{
+    auth::api_keys::KeyUses,
+    db::{self, entities::session_affinity},
+    resilience::engine::EngineChanges,
+    routing::affinity::PinChanges,
+};
+
+/// The outboxes of every producer of live state, and the writer's wake-up.
+#[derive(Clone)]
+pub struct Outboxes {
+    pub engine: EngineChanges,
+    pub pins: Arc<PinChanges>,
+    pub key_uses: Arc<KeyUses>,
+}
+
+impl Outboxes {
+    fn new(wake: &Arc<Notify>) -> Self {
+        use crate::outbox::Outbox;
+        Self {
+            engine: EngineChanges::new(wake),
+            pins: Arc::new(Outbox::new(wake.clone())),
+            key_uses: Arc::new(Outbox::new(wake.clone())),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct StateWriter {
+    flushes: mpsc::Sender<oneshot::Sender<()>>,
+}
+
+impl StateWriter {
+    /// Starts the writer; the producers put their changes in the returned outboxes.
+    pub fn spawn(db: DatabaseConnection) -> (Self, Outboxes) {
+        let wake = Arc::new(Notify::new());
+        let outboxes = Outboxes::new(&wake);
+        let (flushes, flush_rx) = mpsc::channel(16);
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the state writer lives as long as the process, off the request path"
+        )]
+        tokio::spawn(writer(db, outboxes.clone(), wake, flush_rx));
+        (Self { flushes }, outboxes)
+    }
+
+    /// Waits until every change put before this call is stored.
+    pub async fn flush(&self) {
+        let (ack, done) = oneshot::channel();
+        if self.flushes.send(ack).await.is_ok() {
+            let _ = done.await;
+        }
+    }
+}
+
+async fn writer(
+    db: DatabaseConnection,
+    outboxes: Outboxes,
+    wake: Arc<Notify>,
+    mut flushes: mpsc::Receiver<oneshot::Sender<()>>,
+) {
+    loop {
+        let mut acks = Vec::new();
+        tokio::select! {
+            _ = wake.notified() => {}
+            ack = flushes.recv() => match ack { Some(ack) => acks.push(ack), None => return },
+        }
+        while let Ok(ack) = flushes.try_recv() {
+            acks.push(ack);
+        }
+        write(&db, &outboxes).await;
+        for ack in acks {
+            let _ = ack.send(());
+        }
+    }
+}
+
+/// Takes every outbox and stores what it held.
+async fn write(db: &DatabaseConnection, outboxes: &Outboxes) {
+    for (provider, b) in outboxes.engine.breakers.take() {
+        if let Err(e) = db::resilience::save_breaker(db, &provider, &b).await {
+            tracing::error!(error = %e, provider, "storing a circuit breaker failed");
+        }
+    }
+    for (id, h) in outboxes.engine.connections.take() {
+        if let Err(e) = db::resilience::save_health(db, &id, &h).await {
+            tracing::error!(error = %e, connection_id = %id, "storing connection health failed");
+        }
+    }
+    for (key, pin) in outboxes.pins.take() {
+        let (session, provider) = (key.session.hex(), key.provider);
+        let stored = match pin {
+            Some(pin) => {
+                let row = session_affinity::Model {
+                    key: session,
+                    provider: provider.to_owned(),
+                    connection_id: pin.connection_id.to_string(),
+                    created_at: pin.created_at,
+                    last_used_at: pin.last_used_at,
+                    expires_at: pin.expires_at,
+                };
+                db::affinity::save(db, row).await
+            }
+            None => db::affinity::delete(db, &session, provider).await,
+        };
+        if let Err(e) = stored {
+            tracing::error!(error = %e, provider, "storing a session affinity pin failed");
+        }
+    }
+    for (id, at) in outboxes.key_uses.take() {
+        if let Err(e) = db::api_keys::touch(db, &id, at).await {
+            tracing::error!(error = %e, key_id = %id, "storing an API key's last use failed");
+        }
+    }
+}
