@@ -15,7 +15,7 @@ use std::sync::Arc;
 use super::{
     request::ClientRequest,
     route::{self, Inbound},
-    stream::relay::{Resume, Upstream},
+    stream::relay::{Resume, Resumes, Upstream},
 };
 use crate::{auth::api_keys::KeyEntry, protocols::translate, state::AppState};
 
@@ -41,13 +41,16 @@ impl Resumer {
     ) -> Self {
         Self { state: state.clone(), request: request.clone(), request_id: request_id.into(), endpoint, key }
     }
+}
 
-    /// The resume of a stream whose attempt on connection `failed` broke.
-    pub fn after(&self, failed: &str) -> Resume {
+impl Resumes for Resumer {
+    fn after(&self, failed: &str) -> Resume {
         let (this, failed) = (self.clone(), failed.to_owned());
         Box::new(move |prefix| Box::pin(async move { this.continuation(&prefix, &failed).await }))
     }
+}
 
+impl Resumer {
     /// The continuation's stream in the client's protocol, or why there is none.
     async fn continuation(self, prefix: &str, failed: &str) -> Result<Upstream, String> {
         let request = self.request.continued(prefix).map_err(|e| e.message)?;

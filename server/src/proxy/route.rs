@@ -257,7 +257,7 @@ async fn serve_plan(
         alias,
         request: Some(req),
         lease: lease.as_ref(),
-        resume: inbound.resume.as_ref(),
+        resume: inbound.resume.as_ref().map(|r| r as &dyn super::stream::relay::Resumes),
         continuing: inbound.continuing,
         handoff,
     };

@@ -10,7 +10,10 @@ use bytes::Bytes;
 
 use tokio::time::Instant;
 
-use super::{AttemptGuard, Call, Tried, execution_bound, execution_timeout, transport_failure};
+use super::{
+    attempt::{AttemptGuard, execution_bound, execution_timeout, transport_failure},
+    call::{Call, Tried},
+};
 use crate::{
     db::now_ms,
     protocols::translate,

@@ -11,13 +11,19 @@ use http::HeaderMap;
 use std::sync::Arc;
 use tokio::time::Instant;
 
-use super::{Call, TargetRun, queue::Executing, slots::Slots};
+use super::{
+    call::{Call, Failure, FailureCode, NO_HEADERS, TargetRun, log_row},
+    queue,
+    queue::Executing,
+    slots::Slots,
+};
 use crate::{
     protocols::ir,
     proxy::{
         stream::relay::{Finish, StreamEnd},
         usage,
     },
+    resilience::classify::Verdict,
     resilience::{
         breaker::BreakerConfig,
         engine::{AttemptFailure, Outcome, Probe},
@@ -28,7 +34,9 @@ use crate::{
     },
     state::AppState,
     store::AttemptRecord,
+    upstream::executor::TransportError,
 };
+use app::types::settings::ResilienceSettings;
 
 /// Longest error text kept in a log row.
 const MAX_LOGGED_ERROR: usize = 500;
@@ -72,7 +80,7 @@ impl AttemptGuard {
         conn: &Arc<LiveConnection>,
         slots: Slots,
     ) -> Self {
-        let record = AttemptRecord { connection_id: Some(conn.id.clone()), ..super::log_row(call.caller, call.target) };
+        let record = AttemptRecord { connection_id: Some(conn.id.clone()), ..log_row(call.caller, call.target) };
         Self {
             state: state.clone(),
             conn: conn.clone(),
@@ -160,7 +168,7 @@ impl AttemptGuard {
             self.state.routing.affinity.evict(pin, &self.conn.id);
         }
         if let Some(ip) = self.state.engine.egress_lock_ip(&failure, &outcome, &settings) {
-            super::lock_egress_siblings(&self.state, &settings, &self.conn, ip, &outcome.verdict);
+            lock_egress_siblings(&self.state, &settings, &self.conn, ip, &outcome.verdict);
         }
         outcome
     }
@@ -252,6 +260,62 @@ pub fn truncate(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
         Some((i, _)) => format!("{}…", &s[..i]),
         None => s.to_owned(),
+    }
+}
+
+/// The earlier of `deadline` and the end of the request's execution limit
+/// (SPEC §R5), and whether it is the execution limit.
+pub(super) fn execution_bound(guard: &AttemptGuard, deadline: tokio::time::Instant) -> (tokio::time::Instant, bool) {
+    match guard.executing() {
+        Some(e) if e.deadline <= deadline => (e.deadline, true),
+        _ => (deadline, false),
+    }
+}
+
+/// The answer took longer than `executionMaxWaitMs`: the gateway's own
+/// failure (a row, no engine report); the next connection may serve.
+pub(super) fn execution_timeout(guard: &mut AttemptGuard) -> Failure {
+    let message = match guard.executing() {
+        Some(e) => queue::execution_message(e.slot.queue(), e.limit),
+        None => "the request exceeded its execution limit".to_owned(),
+    };
+    let code = FailureCode::ExecutionTimeout;
+    guard.log_failure(Some(504), code.as_str(), &message);
+    Failure { connection_id: guard.conn.id.clone(), status: Some(504), retry_after: None, message, code: Some(code) }
+}
+
+/// A failure with no HTTP answer (connect, reset, timeout): the engine
+/// classifies it like any other.
+pub(super) fn transport_failure(guard: &mut AttemptGuard, e: &TransportError, code: Option<FailureCode>) -> Failure {
+    let message = e.to_string();
+    guard.failed(
+        &Failed { status: None, headers: &NO_HEADERS, body: &message, stall: false },
+        Some(e.kind()),
+        &message,
+    );
+    Failure { connection_id: guard.conn.id.clone(), status: None, retry_after: None, message, code }
+}
+
+/// The egress-bucketed lock (SPEC §R7): a quota or rate-limit 429 on
+/// `failing` also cools the allow-listed connections that left through the
+/// same IP, except those that opt out of cooling.
+pub(super) fn lock_egress_siblings(
+    state: &AppState,
+    settings: &ResilienceSettings,
+    failing: &LiveConnection,
+    ip: std::net::IpAddr,
+    verdict: &Verdict,
+) {
+    let snapshot = state.routing.connections.snapshot();
+    let pool = settings
+        .egress_ip_lock_providers
+        .iter()
+        .flat_map(|p| snapshot.candidates(p))
+        .filter(|c| !c.disable_cooling)
+        .map(|c| c.id.as_str());
+    let cooled = state.engine.cool_egress_siblings(&failing.id, ip, verdict, pool);
+    if !cooled.is_empty() {
+        tracing::warn!(connection_id = %failing.id, egress_ip = %ip, siblings = ?cooled, reason = verdict.reason.as_str(), "limit hit on a shared egress IP; its siblings cool too");
     }
 }
 

@@ -14,7 +14,11 @@ use std::sync::Arc;
 
 use app::types::{Protocol, settings::ResilienceSettings};
 
-use super::{Caller, DispatchError, To, serve_target};
+use super::{
+    call::Caller,
+    error::DispatchError,
+    target::{To, serve_target},
+};
 use crate::routing::plan::Plan;
 use crate::{
     proxy::errors::ProxyError,

@@ -19,7 +19,7 @@ use serde_json::json;
 use std::sync::Arc;
 
 use super::{
-    Failure, Unserved,
+    call::{Failure, Unserved},
     gates::{Skip, SkipReason},
 };
 use crate::{

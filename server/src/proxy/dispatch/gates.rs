@@ -13,7 +13,10 @@ use app::types::Protocol;
 
 use std::sync::Arc;
 
-use super::{Caller, TargetRun, permits::Requester};
+use super::{
+    call::{Caller, TargetRun},
+    permits::Requester,
+};
 use crate::{
     resilience::engine::{self, Exclusion},
     routing::{affinity::PinKey, registry::LiveConnection, resolve::Target, view::RoutingView},

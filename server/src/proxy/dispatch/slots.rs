@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use super::{
-    Call, Caller, Failure, FailureCode, log_row,
+    call::{Call, Caller, Failure, FailureCode, log_row},
     permits::{self, Requester},
     queue::{self, Executing, QueueRefused},
 };

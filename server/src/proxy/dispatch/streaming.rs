@@ -15,7 +15,11 @@ use axum::{
 use std::sync::atomic::Ordering;
 use tokio::time::Instant;
 
-use super::{AttemptGuard, Call, Failed, Failure, FailureCode, NO_HEADERS, Tried, answer::insert_connection};
+use super::{
+    answer::insert_connection,
+    attempt::{AttemptGuard, Failed},
+    call::{Call, Failure, FailureCode, NO_HEADERS, Tried},
+};
 use crate::{
     db::now_ms,
     protocols::translate::StreamTranslator,

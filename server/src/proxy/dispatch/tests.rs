@@ -2,17 +2,21 @@
 //! upstream: exact readiness budgets, retries and failover, no sockets.
 //! (Time is paused once the state is built; see `harness`.)
 
-use super::*;
+use super::{attempt::AttemptGuard, slots::Slots, *};
 use crate::{
     config::Config,
     proxy::request::ClientRequest,
-    routing::registry::Credential,
+    routing::{
+        registry::{Credential, LiveConnection},
+        resolve::Target,
+    },
     upstream::{
         catalog,
         executor::BaseUrl,
         fake::{FakeUpstream, Reply, Step},
     },
 };
+use axum::http::HeaderMap;
 use futures_util::StreamExt;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -216,6 +220,6 @@ async fn a_request_waiting_for_its_slots_does_not_hold_an_attempts_state() {
     let mut run =
         TargetRun { candidates: vec![&conn], requester: permits::Requester::Direct, cfg, probe: None, pin: None };
     let guard = AttemptGuard::start(&h.state, &call, &mut run, &conn, Slots::default());
-    let one_attempt = std::mem::size_of_val(&attempt(&h.state, &call, guard));
+    let one_attempt = std::mem::size_of_val(&call_upstream::attempt(&h.state, &call, guard));
     assert!(waiting < one_attempt, "run {waiting} B, one attempt {one_attempt} B");
 }

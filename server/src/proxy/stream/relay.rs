@@ -446,4 +446,4 @@ mod continuation;
 #[cfg(test)]
 mod tests;
 
-pub use continuation::{Continuation, Resume};
+pub use continuation::{Continuation, Resume, Resumes};

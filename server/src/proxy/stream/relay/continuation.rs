@@ -26,6 +26,13 @@ pub type Continuation = BoxFuture<'static, Result<Upstream, String>>;
 /// has); at most once per stream.
 pub type Resume = Box<dyn FnOnce(String) -> Continuation + Send>;
 
+/// Who can continue a broken stream: its request, sent again
+/// (`proxy::resume` implements it; the dispatch loop only asks).
+pub trait Resumes: Send + Sync {
+    /// The resume of a stream whose attempt on connection `failed` broke.
+    fn after(&self, failed: &str) -> Resume;
+}
+
 impl<F: Finish> Relay<F> {
     /// The continuation for a stream that ended with `end`, when one may
     /// join it: a failure of the upstream (not the client leaving or the

@@ -1,0 +1,160 @@
+//! One target through its gates and its connections: the answer, or why
+//! there is none (skipped by a gate, or every connection failed).
+
+use app::types::{Protocol, settings::ResilienceSettings};
+use axum::response::Response;
+use bytes::Bytes;
+use std::{sync::Arc, time::Duration};
+
+use super::{
+    attempt::AttemptGuard,
+    call::{Call, Caller, Failure, TargetRun, Tried, Unserved},
+    call_upstream::attempt,
+    error::DispatchError,
+    gates,
+    slots::{self, Slots, Taken},
+};
+use crate::proxy::errors::ProxyError;
+use crate::{
+    routing::{
+        registry::{LiveConnection, Snapshot},
+        resolve::Target,
+        view::RoutingView,
+    },
+    state::AppState,
+};
+
+/// Where one target's attempts go.
+#[derive(Clone, Copy)]
+pub struct To<'a> {
+    pub target: &'a Target,
+    pub pinned: Option<&'a str>,
+    /// A combo's target (its gates and limits differ, §R8).
+    pub combo: bool,
+    /// Its combo's `targetTimeoutMs`.
+    pub timeout: Option<Duration>,
+}
+
+/// Why a target did not answer.
+pub enum Served {
+    /// Its gates skipped it before any attempt.
+    Skipped(gates::Skip),
+    /// No connection of it served.
+    Unserved(Unserved),
+}
+
+/// One target through its gates and its connections: the answer, or why
+/// there is none.
+pub async fn serve_target(
+    state: &Arc<AppState>,
+    snapshot: &Snapshot,
+    to: To<'_>,
+    caller: &Caller<'_>,
+    settings: &ResilienceSettings,
+    body_for: &impl Fn(Protocol, &str) -> Result<Bytes, ProxyError>,
+) -> Result<Result<Response, Served>, DispatchError> {
+    let target = to.target;
+    let view = state.view(snapshot, settings);
+    let mut run = match gates::open(state, &view, target, to.pinned, caller, to.combo) {
+        Ok(run) => run,
+        Err(skip) => return Ok(Err(Served::Skipped(skip))),
+    };
+    if let Some(failures) = slots::all_queues_full(state, caller, target, &run.candidates) {
+        return Ok(Err(Served::Unserved(Unserved { failures, excluded: Vec::new() })));
+    }
+    let (protocol, model) = (target.provider.protocol, target.model.as_str());
+    let body = body_for(protocol, model).map_err(DispatchError::Request)?;
+    let handoff = match caller.handoff {
+        Some((from, noted)) => Some((from, noted.body_for(protocol, model).map_err(DispatchError::Request)?)),
+        None => None,
+    };
+    let call = Call { caller, target, combo: to.combo, body, handoff, timeout: to.timeout };
+    Ok(try_connections(state, &view, &call, &mut run).await.map_err(Served::Unserved))
+}
+
+/// Tries each usable connection of the target, in order. A connection at
+/// a limit — its request queue (SPEC §R5) or its concurrency (§R4) — is
+/// passed over for the next; when every usable one is, the request waits
+/// on the first.
+pub async fn try_connections(
+    state: &Arc<AppState>,
+    view: &RoutingView<'_>,
+    call: &Call<'_>,
+    t: &mut TargetRun<'_>,
+) -> Result<Response, Unserved> {
+    let provider = call.target.provider;
+    let mut failures = Vec::new();
+    let mut excluded = Vec::new();
+    let mut busy = None;
+    // A refusal of the request's tools holds for every account.
+    let refused_tools = || call.combo && gates::exceeds_tool_limit(view, call.target, call.caller);
+    for conn in std::mem::take(&mut t.candidates) {
+        if !failures.is_empty() && refused_tools() {
+            break;
+        }
+        if let Some(why) = view.excluded(provider.id, &conn.id, &call.target.model) {
+            excluded.push(why);
+            continue;
+        }
+        match slots::try_take(state, call, conn, t.requester) {
+            Taken::Slots(slots) => {
+                if let Some(response) = serve_on(state, call, t, conn, slots, &mut failures).await {
+                    return Ok(response);
+                }
+            }
+            Taken::Busy => {
+                busy.get_or_insert(conn);
+            }
+            Taken::Refused(failure) => failures.push(failure),
+        }
+    }
+    if let Some(conn) = busy.filter(|_| failures.is_empty() || !refused_tools()) {
+        match slots::wait(state, call, conn, t.requester).await {
+            Ok(slots) => {
+                if let Some(response) = serve_on(state, call, t, conn, slots, &mut failures).await {
+                    return Ok(response);
+                }
+            }
+            Err(failure) => failures.push(failure),
+        }
+    }
+    Err(Unserved { failures, excluded })
+}
+
+/// Attempts on one connection holding `slots`; a stream that ended
+/// before its first event gets one more try, with fresh slots.
+async fn serve_on(
+    state: &Arc<AppState>,
+    call: &Call<'_>,
+    t: &mut TargetRun<'_>,
+    conn: &Arc<LiveConnection>,
+    slots: Slots,
+    failures: &mut Vec<Failure>,
+) -> Option<Response> {
+    let guard = AttemptGuard::start(state, call, t, conn, slots);
+    // Boxed: a request waiting for its slots (often many of them, queued)
+    // then holds a small future, not the whole attempt's state machine.
+    let failure = match Box::pin(attempt(state, call, guard)).await {
+        Tried::Answer(response) => return Some(response),
+        Tried::Failed(f) => f,
+        Tried::EarlyEof(_) => match slots::wait(state, call, conn, t.requester).await {
+            Err(refused) => refused,
+            Ok(slots) => {
+                let guard = AttemptGuard::start(state, call, t, conn, slots);
+                match Box::pin(attempt(state, call, guard)).await {
+                    Tried::Answer(response) => return Some(response),
+                    Tried::Failed(f) => f,
+                    Tried::EarlyEof(f) => {
+                        // Twice early: the session's pin leaves this connection.
+                        if let Some(pin) = &t.pin {
+                            state.routing.affinity.evict(pin, &conn.id);
+                        }
+                        f
+                    }
+                }
+            }
+        },
+    };
+    failures.push(failure);
+    None
+}
