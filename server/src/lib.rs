@@ -65,7 +65,8 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
     let executor = Executor::new(config.connect_timeout, config.fetch_timeout, Matcher::from_env())
         .context("building the HTTP client")?;
     let resilience = services::resilience::load(&db, config.resilience_env.clone()).await?;
-    let (store, outboxes) = Store::spawn(&db, config.log_retention_rows, seeded_traffic(&db).await?);
+    let traffic = seeded_traffic(&db, clock.now_ms()).await?;
+    let (store, outboxes) = Store::spawn(&db, config.log_retention_rows, traffic, clock.clone());
     let routing = Routing::new(clock.clone(), outboxes.pins);
     let engine = Engine::new(clock.clone(), outboxes.engine);
     restore_engine(&engine, &db, &resilience.current()).await?;
@@ -73,7 +74,7 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
     restore_leases(&routing.leases, &db, engine.now()).await?;
     let auth = Auth {
         secrets,
-        keys: KeyRegistry::new(clock, outboxes.key_uses),
+        keys: KeyRegistry::new(clock.clone(), outboxes.key_uses),
         login_throttle: Default::default(),
         new_keys: Default::default(),
     };
@@ -84,6 +85,7 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
         auth,
         store,
         resilience,
+        clock,
         health_cache: parking_lot::Mutex::new(None),
         started_at: Instant::now(),
         clients: listener::Clients::new(config.client, config.shutdown_grace),
@@ -99,9 +101,9 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
 }
 
 /// The traffic rollup seeded with the last day of the request log.
-async fn seeded_traffic(db: &sea_orm::DatabaseConnection) -> anyhow::Result<Traffic> {
+async fn seeded_traffic(db: &sea_orm::DatabaseConnection, now: i64) -> anyhow::Result<Traffic> {
     let traffic = Traffic::default();
-    let rows = db::logs::recent_attempts(db, db::now_ms() - store::traffic::KEEP_MS).await?;
+    let rows = db::logs::recent_attempts(db, now - store::traffic::KEEP_MS).await?;
     let records = rows.into_iter().map(|r| AttemptRecord {
         created_at: r.created_at,
         provider: r.provider,

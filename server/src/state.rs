@@ -10,7 +10,7 @@ use crate::{
     auth::Auth,
     config::Config,
     listener::Clients,
-    resilience::{Admission, engine::Engine, settings::SettingsHandle},
+    resilience::{Admission, clock::Clock, engine::Engine, settings::SettingsHandle},
     routing::{Routing, registry::Snapshot, view::RoutingView},
     store::Store,
     upstream::Upstream,
@@ -18,6 +18,9 @@ use crate::{
 
 pub struct AppState {
     pub config: Config,
+    /// Wall time for every timestamp the gateway writes or compares (a
+    /// manual clock in tests); waits run on tokio time.
+    pub clock: std::sync::Arc<dyn Clock>,
     pub db: DatabaseConnection,
     /// The live resilience settings (SPEC §S), swapped on PATCH.
     pub resilience: SettingsHandle,

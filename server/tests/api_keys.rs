@@ -82,7 +82,7 @@ async fn the_last_use_is_listed_at_once_and_stored_behind_the_request() {
     gw.add_connection("openai", "a", "sk-a", &v1(&fake), 0).await;
     let created = gw.create_key(json!({"name": "agent"})).await;
     let key = created["key"].as_str().unwrap();
-    let before = chrono::Utc::now().timestamp_millis();
+    let before = gw.state.clock.now_ms();
     assert_eq!(gw.chat(chat_body("openai/gpt-4o-mini", false), Some(key)).await.status(), 200);
     let used = keys(&gw).await[0]["lastUsedAt"].as_i64().expect("listed from memory");
     assert!(used >= before, "{used} < {before}");

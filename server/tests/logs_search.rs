@@ -8,7 +8,7 @@ mod common;
 use app::types::{LogSearch, StatusClass};
 use common::Gateway;
 use sea_orm::{ActiveValue::Set, NotSet};
-use server::db::{entities::proxy_log, logs, now_ms};
+use server::db::{entities::proxy_log, logs};
 
 fn row(i: i64, provider: &str, model: &str, connection: Option<&str>, status: i32, at: i64) -> proxy_log::ActiveModel {
     proxy_log::ActiveModel {
@@ -31,7 +31,7 @@ async fn the_logs_search_filters_by_name_substring_class_window_and_pages() {
     let (fake, gw) = Gateway::with_fake().await;
     let main = gw.add_connection("openai", "Main-Box", "sk-main-1", &common::v1(&fake), 0).await;
     let spare = gw.add_connection("deepseek", "spare", "sk-spare-1", &common::v1(&fake), 0).await;
-    let now = now_ms();
+    let now = gw.state.clock.now_ms();
     let rows = vec![
         row(1, "openai", "gpt-4o-mini", Some(&main), 200, now - 2 * 3_600_000),
         row(2, "openai", "GPT_4o", Some(&main), 429, now - 1000),

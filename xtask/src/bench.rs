@@ -26,6 +26,10 @@
 //!    `server/benches/request_queue.rs`), and the RSS of 1,000 requests
 //!    waiting in it (`protection`).
 //!
+//! With `--against OMNIROUTE_BINARY` (another build of the gateway, say
+//! the parent commit's release binary), paired throughput rounds of this
+//! gateway and that one on the same fake: the A/B of a change in one run.
+//!
 //! Also the gateway's CPU time per request (from /proc, during phase 1)
 //! and its RSS idle and under load. Writes `target/bench/latest.json`.
 
@@ -59,7 +63,9 @@ struct Target {
     key: Option<String>,
 }
 
-pub fn run() -> anyhow::Result<()> {
+/// `against`: another gateway binary (say, the parent commit's release
+/// build) whose throughput is measured in paired rounds with this one's.
+pub fn run(against: Option<&std::path::Path>) -> anyhow::Result<()> {
     step("build release binaries");
     util::build_release_stack()?;
     let bin = util::target_dir().join("release");
@@ -97,6 +103,9 @@ pub fn run() -> anyhow::Result<()> {
         key: None,
     };
     let mut report = measure(&direct, &through, &translated, &relay_target, gateway.pid())?;
+    if let Some(baseline) = against {
+        report["against"] = against_baseline(baseline, &through, &fake_url, &out_dir, &env)?;
+    }
     let api = protection::Api::new(&gw_url, &fake_url, connection_id)?;
     step("request-queue protection: off vs on, limits never reached (c=32, 5 paired rounds)");
     report["protection"] = protection::off_vs_on(&api, &through, gateway.pid())?;
@@ -123,6 +132,38 @@ pub fn run() -> anyhow::Result<()> {
     print_report(&report);
     eprintln!("\nwritten to {}", out_dir.join("latest.json").display());
     Ok(())
+}
+
+/// This gateway against `baseline` (another build of it) on the same fake
+/// upstream: paired throughput rounds, this one's rate over the baseline's.
+fn against_baseline(
+    baseline: &std::path::Path,
+    this: &Target,
+    fake_url: &str,
+    out_dir: &std::path::Path,
+    env: &[(&str, &str)],
+) -> anyhow::Result<Value> {
+    let data_dir = out_dir.join("baseline-data");
+    let _ = std::fs::remove_dir_all(&data_dir);
+    let (gateway, url) = crate::e2e::start_gateway(baseline, &data_dir, "info", env)?;
+    let (key, _) =
+        tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(setup(&url, fake_url))?;
+    let other =
+        Target { name: "baseline", url: format!("{url}/v1/chat/completions"), model: this.model, key: Some(key) };
+    step(&format!("A/B: this gateway vs {} (c=32, {ROUNDS} paired rounds)", baseline.display()));
+    let r = throughput_rounds(this, &other, gateway.pid())?;
+    drop(gateway);
+    let _ = std::fs::remove_dir_all(&data_dir);
+    let p = percentile;
+    let ratios: Vec<f64> = r.ratios.iter().map(|b| 1.0 / b.max(f64::MIN_POSITIVE)).collect();
+    Ok(json!({
+        "baseline": baseline.display().to_string(),
+        "thisRps": p(&r.direct_rps, 0.5),
+        "baselineRps": p(&r.gateway_rps, 0.5),
+        "ratio": p(&ratios, 0.5),
+        "roundRatios": ratios,
+        "baselineCpuUsPerReq": r.cpu_us_per_req,
+    }))
 }
 
 /// Throughput rounds, interleaved so both targets see the same conditions.
@@ -337,6 +378,14 @@ fn rss_bytes(pid: u32) -> u64 {
 fn print_report(r: &Value) {
     let f = |p: &str| r.pointer(p).and_then(Value::as_f64).unwrap_or(f64::NAN);
     println!("\n== OmniRoute bench (gateway vs direct-to-fake, same run) ==");
+    if r.get("against").is_some() {
+        println!(
+            "A/B vs baseline      this {:>8.0} req/s   baseline {:>8.0} req/s   ratio {:.3} (median of paired rounds)",
+            f("/against/thisRps"),
+            f("/against/baselineRps"),
+            f("/against/ratio")
+        );
+    }
     println!(
         "throughput c=32      direct {:>8.0} req/s   gateway {:>8.0} req/s   ratio {:.3} (median of rounds)",
         f("/throughput/directRps"),

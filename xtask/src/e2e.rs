@@ -73,8 +73,20 @@ pub fn start_stack(
 ) -> anyhow::Result<(Service, Service, String, String)> {
     let bin = util::target_dir().join(profile);
     let (fake, fake_url) = Service::start(Command::new(bin.join("fake-upstream")), "http://")?;
+    let (gateway, url) = start_gateway(&bin.join("omniroute"), data_dir, log, env)?;
+    Ok((gateway, fake, url, fake_url.trim().to_owned()))
+}
+
+/// The gateway binary `omniroute` serving on a free port, its data in
+/// `data_dir`; its URL.
+pub fn start_gateway(
+    omniroute: &Path,
+    data_dir: &Path,
+    log: &str,
+    env: &[(&str, &str)],
+) -> anyhow::Result<(Service, String)> {
     let port = free_port()?;
-    let mut cmd = Command::new(bin.join("omniroute"));
+    let mut cmd = Command::new(omniroute);
     cmd.args(["serve", "--port", &port.to_string(), "--site-root", &util::site_root().to_string_lossy()])
         .arg("--data-dir")
         .arg(data_dir)
@@ -82,7 +94,7 @@ pub fn start_stack(
         .env("OMNIROUTE_LOG", log)
         .envs(env.iter().copied());
     let (gateway, _) = Service::start(cmd, "OmniRoute listening")?;
-    Ok((gateway, fake, format!("http://127.0.0.1:{port}"), fake_url.trim().to_owned()))
+    Ok((gateway, format!("http://127.0.0.1:{port}")))
 }
 
 /// Runs the Playwright suite (`args` go to `playwright test`, e.g. a file

@@ -1,6 +1,6 @@
 //! Build orchestration without network downloads (replaces cargo-leptos
 //! and Trunk): `cargo xtask build [--release] | serve [--release] [-- ARGS]
-//! | test | e2e [-- PLAYWRIGHT ARGS] | e2e-clients | bench | chaos [--seconds N] [--seed S] | heap | layers | login-flood | soak [--minutes N]`.
+//! | test | e2e [-- PLAYWRIGHT ARGS] | e2e-clients | bench [--against OMNIROUTE_BINARY] | chaos [--seconds N] [--seed S] | heap | layers | login-flood | soak [--minutes N]`.
 //! See ARCHITECTURE.md §3.
 
 mod bench;
@@ -36,14 +36,17 @@ fn main() -> anyhow::Result<()> {
         Some("test") => test(),
         Some("e2e") => e2e::run(&passthrough),
         Some("e2e-clients") => e2e_clients::run(),
-        Some("bench") => bench::run(),
+        Some("bench") => {
+            let against = args.iter().skip_while(|a| *a != "--against").nth(1).map(std::path::PathBuf::from);
+            bench::run(against.as_deref())
+        }
         Some("chaos") => chaos::run(&chaos::Options::parse(&args)?),
         Some("heap") => heap::run(),
         Some("layers") => layers::run(),
         Some("login-flood") => login_flood::run(),
         Some("soak") => soak::run(&args),
         _ => bail!(
-            "usage: cargo xtask <build [--release] | serve [--release] [-- ARGS] | test | e2e [-- ARGS] | e2e-clients | bench | chaos [--seconds N] [--seed S] | heap | layers | login-flood | soak [--minutes N]>"
+            "usage: cargo xtask <build [--release] | serve [--release] [-- ARGS] | test | e2e [-- ARGS] | e2e-clients | bench [--against OMNIROUTE_BINARY] | chaos [--seconds N] [--seed S] | heap | layers | login-flood | soak [--minutes N]>"
         ),
     }
 }

@@ -9,7 +9,6 @@ use crate::{
         identity::{presented_key, session_token},
         secret_eq, sessions,
     },
-    db::now_ms,
     state::AppState,
 };
 
@@ -23,7 +22,7 @@ pub async fn is_admin(state: &AppState, headers: &HeaderMap) -> bool {
     });
     match session_token(headers) {
         _ if by_key => true,
-        Some(token) => sessions::is_valid(&state.db, token, now_ms()).await,
+        Some(token) => sessions::is_valid(&state.db, token, state.clock.now_ms()).await,
         None => false,
     }
 }

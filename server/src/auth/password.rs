@@ -7,7 +7,10 @@ use argon2::{
 };
 use sea_orm::{DatabaseConnection, DbErr};
 
-use crate::db::settings::{self, ADMIN_PASSWORD_HASH};
+use crate::{
+    db::settings::{self, ADMIN_PASSWORD_HASH},
+    resilience::clock::{Clock, SystemClock},
+};
 
 pub fn hash(password: &str) -> String {
     let salt = SaltString::generate(&mut OsRng);
@@ -29,7 +32,7 @@ pub async fn ensure_initial(db: &DatabaseConnection, initial: Option<&str>) -> R
         Some(p) => (p.to_owned(), false),
         None => (super::random_token(15), true),
     };
-    settings::put(db, ADMIN_PASSWORD_HASH, &hash(&password)).await?;
+    settings::put(db, ADMIN_PASSWORD_HASH, &hash(&password), SystemClock.now_ms()).await?;
     Ok(generated.then_some(password))
 }
 
@@ -37,7 +40,7 @@ pub async fn ensure_initial(db: &DatabaseConnection, initial: Option<&str>) -> R
 /// password (generated if `None`).
 pub async fn reset(db: &DatabaseConnection, new: Option<String>) -> Result<String, DbErr> {
     let password = new.unwrap_or_else(|| super::random_token(15));
-    settings::put(db, ADMIN_PASSWORD_HASH, &hash(&password)).await?;
+    settings::put(db, ADMIN_PASSWORD_HASH, &hash(&password), SystemClock.now_ms()).await?;
     super::sessions::revoke_all(db).await?;
     Ok(password)
 }

@@ -3,7 +3,7 @@
 use app::types::alias::Alias;
 use sea_orm::{ActiveValue::Set, DatabaseConnection, DbErr, EntityTrait, QueryOrder, sea_query::OnConflict};
 
-use super::{entities::model_alias, now_ms};
+use super::entities::model_alias;
 
 pub async fn list(db: &DatabaseConnection) -> Result<Vec<Alias>, DbErr> {
     let rows = model_alias::Entity::find().order_by_asc(model_alias::Column::Alias).all(db).await?;
@@ -11,12 +11,9 @@ pub async fn list(db: &DatabaseConnection) -> Result<Vec<Alias>, DbErr> {
 }
 
 /// Inserts or re-points the alias.
-pub async fn put(db: &DatabaseConnection, a: &Alias) -> Result<(), DbErr> {
-    let row = model_alias::ActiveModel {
-        alias: Set(a.alias.clone()),
-        target: Set(a.model.clone()),
-        created_at: Set(now_ms()),
-    };
+pub async fn put(db: &DatabaseConnection, a: &Alias, now: i64) -> Result<(), DbErr> {
+    let row =
+        model_alias::ActiveModel { alias: Set(a.alias.clone()), target: Set(a.model.clone()), created_at: Set(now) };
     model_alias::Entity::insert(row)
         .on_conflict(
             OnConflict::column(model_alias::Column::Alias).update_column(model_alias::Column::Target).to_owned(),

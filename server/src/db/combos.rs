@@ -3,7 +3,7 @@
 use app::types::combo::Combo;
 use sea_orm::{ActiveValue::Set, DatabaseConnection, DbErr, EntityTrait, QueryOrder, sea_query::OnConflict};
 
-use super::{entities::combo, now_ms};
+use super::entities::combo;
 
 /// Every stored combo that still parses (others are reported and skipped).
 pub async fn list(db: &DatabaseConnection) -> Result<Vec<Combo>, DbErr> {
@@ -25,8 +25,7 @@ pub async fn list(db: &DatabaseConnection) -> Result<Vec<Combo>, DbErr> {
 }
 
 /// Inserts or replaces the combo.
-pub async fn put(db: &DatabaseConnection, c: &Combo) -> Result<(), DbErr> {
-    let now = now_ms();
+pub async fn put(db: &DatabaseConnection, c: &Combo, now: i64) -> Result<(), DbErr> {
     let strategy =
         serde_json::to_value(c.strategy).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
     let row = combo::ActiveModel {

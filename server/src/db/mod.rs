@@ -45,8 +45,3 @@ pub async fn connect(url: &str) -> Result<DatabaseConnection, DbErr> {
     Migrator::up(&db, None).await?;
     Ok(db)
 }
-
-/// Milliseconds since the Unix epoch, the unit of every stored timestamp.
-pub fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
-}

@@ -10,7 +10,6 @@ use sea_orm::{
 use super::{
     connections::ConnectionRow,
     entities::{circuit_breaker, provider_connection},
-    now_ms,
 };
 use crate::resilience::{
     breaker::{Breaker, BreakerConfig, BreakerState, FailureKind},
@@ -33,7 +32,7 @@ pub fn breaker_from_row(row: &circuit_breaker::Model, cfg: &BreakerConfig) -> Op
     ))
 }
 
-pub async fn save_breaker(db: &DatabaseConnection, provider: &str, b: &Breaker) -> Result<(), DbErr> {
+pub async fn save_breaker(db: &DatabaseConnection, provider: &str, b: &Breaker, now: i64) -> Result<(), DbErr> {
     let row = circuit_breaker::ActiveModel {
         provider: Set(provider.to_owned()),
         state: Set(b.stored_state().as_str().to_owned()),
@@ -41,7 +40,7 @@ pub async fn save_breaker(db: &DatabaseConnection, provider: &str, b: &Breaker) 
         last_failure_at: Set(b.last_failure_at()),
         last_failure_kind: Set(b.last_failure_kind().map(|k| k.as_str().to_owned())),
         open_cycles: Set(i32::try_from(b.open_cycles()).unwrap_or(i32::MAX)),
-        updated_at: Set(now_ms()),
+        updated_at: Set(now),
     };
     use circuit_breaker::Column as C;
     circuit_breaker::Entity::insert(row)
@@ -77,7 +76,7 @@ pub fn health_from_row(row: &ConnectionRow) -> ConnectionHealth {
 }
 
 /// Writes a connection's health columns (a deleted connection: no-op).
-pub async fn save_health(db: &DatabaseConnection, id: &str, h: &ConnectionHealth) -> Result<(), DbErr> {
+pub async fn save_health(db: &DatabaseConnection, id: &str, h: &ConnectionHealth, now: i64) -> Result<(), DbErr> {
     use provider_connection::Column as C;
     let int = |n: u32| i32::try_from(n).unwrap_or(i32::MAX);
     provider_connection::Entity::update_many()
@@ -89,7 +88,7 @@ pub async fn save_health(db: &DatabaseConnection, id: &str, h: &ConnectionHealth
         .col_expr(C::TerminalStatus, h.terminal.map(|t| t.as_str().to_owned()).into())
         .col_expr(C::ExpiredRetryCount, int(h.expired_retries).into())
         .col_expr(C::RejectedStreak, int(h.rejected_streak).into())
-        .col_expr(C::UpdatedAt, now_ms().into())
+        .col_expr(C::UpdatedAt, now.into())
         .filter(C::Id.eq(id))
         .exec(db)
         .await?;

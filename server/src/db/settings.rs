@@ -1,6 +1,6 @@
 //! The `key_value` table: small JSON settings and the admin password hash.
 
-use super::{entities::key_value, now_ms};
+use super::entities::key_value;
 use sea_orm::{ActiveValue::Set, DatabaseConnection, DbErr, EntityTrait, sea_query::OnConflict};
 
 /// Key of the admin password's argon2 PHC string.
@@ -11,9 +11,8 @@ pub async fn get(db: &DatabaseConnection, key: &str) -> Result<Option<String>, D
 }
 
 /// Inserts or replaces `key`.
-pub async fn put(db: &DatabaseConnection, key: &str, value: &str) -> Result<(), DbErr> {
-    let row =
-        key_value::ActiveModel { key: Set(key.to_owned()), value: Set(value.to_owned()), updated_at: Set(now_ms()) };
+pub async fn put(db: &DatabaseConnection, key: &str, value: &str, now: i64) -> Result<(), DbErr> {
+    let row = key_value::ActiveModel { key: Set(key.to_owned()), value: Set(value.to_owned()), updated_at: Set(now) };
     key_value::Entity::insert(row)
         .on_conflict(
             OnConflict::column(key_value::Column::Key)

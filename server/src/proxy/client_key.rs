@@ -33,7 +33,7 @@ pub async fn require_client_key(State(state): State<Arc<AppState>>, mut req: Req
     let refused = |e: ProxyError, req: &Request| {
         let (protocol, endpoint) = client_protocol(req.uri().path());
         let request_id = req.extensions().get::<RequestId>().map_or("", |id| id.0.as_str());
-        log_refused(&state, AttemptRecord::request(request_id, endpoint, false), &e);
+        log_refused(&state, AttemptRecord::request(request_id, endpoint, false, state.clock.now_ms()), &e);
         e.into_response_as(protocol)
     };
     let key = presented_key(req.headers());

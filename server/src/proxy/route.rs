@@ -214,7 +214,7 @@ fn unknown_model(
 ) -> ProxyError {
     let row = AttemptRecord {
         model: model.to_owned(),
-        ..crate::store::AttemptRecord::request(inbound.request_id, inbound.endpoint, req.stream)
+        ..crate::store::AttemptRecord::request(inbound.request_id, inbound.endpoint, req.stream, state.clock.now_ms())
     };
     super::errors::log_refused(state, row, &e);
     e

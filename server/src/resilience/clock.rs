@@ -14,6 +14,7 @@ pub trait Clock: Send + Sync {
 pub struct SystemClock;
 
 impl Clock for SystemClock {
+    #[expect(clippy::disallowed_methods, reason = "the one reader of the system's wall clock")]
     fn now_ms(&self) -> i64 {
         chrono::Utc::now().timestamp_millis()
     }

@@ -36,7 +36,7 @@ pub async fn put(state: &AppState, alias: Alias) -> Result<Alias, ServiceError> 
     if !errors.is_empty() {
         return Err(ServiceError::Invalid(errors));
     }
-    repo::put(&state.db, &alias).await?;
+    repo::put(&state.db, &alias, state.clock.now_ms()).await?;
     state.routing.aliases.reload(&state.db).await?;
     tracing::info!(alias = %alias.alias, model = %alias.model, "alias saved");
     Ok(alias)

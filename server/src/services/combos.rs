@@ -67,7 +67,7 @@ pub async fn put(state: &AppState, combo: Combo) -> Result<Combo, ServiceError> 
     if !errors.is_empty() {
         return Err(ServiceError::Invalid(errors));
     }
-    repo::put(&state.db, &combo).await?;
+    repo::put(&state.db, &combo, state.clock.now_ms()).await?;
     state.routing.combos.reload(&state.db).await?;
     tracing::info!(combo = %combo.name, targets = combo.targets.len(), "combo saved");
     Ok(combo)

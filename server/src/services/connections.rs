@@ -8,17 +8,14 @@ use tokio::time::Instant;
 
 use super::{ServiceError, status::Status};
 use crate::{
-    db::{
-        connections::{self, ConnectionRow},
-        now_ms,
-    },
+    db::connections::{self, ConnectionRow},
     routing::registry::{Credential, LiveConnection},
     state::AppState,
     upstream::{catalog, executor::BaseUrl},
 };
 
 pub async fn list(state: &AppState, provider: Option<&str>) -> Result<ConnectionList, ServiceError> {
-    let now = now_ms();
+    let now = state.clock.now_ms();
     let status = Status::of(state);
     let connections: Vec<ConnectionView> = connections::list(&state.db, provider)
         .await?
@@ -29,7 +26,7 @@ pub async fn list(state: &AppState, provider: Option<&str>) -> Result<Connection
 }
 
 pub async fn get(state: &AppState, id: &str) -> Result<ConnectionView, ServiceError> {
-    Ok(Status::of(state).refine(view(find(state, id).await?, now_ms())))
+    Ok(Status::of(state).refine(view(find(state, id).await?, state.clock.now_ms())))
 }
 
 pub async fn create(state: &AppState, input: CreateConnection) -> Result<ConnectionView, ServiceError> {
@@ -53,7 +50,7 @@ pub async fn create(state: &AppState, input: CreateConnection) -> Result<Connect
         Category::Apikey => AuthType::Apikey,
     });
     let secret = input.api_key.as_deref().or(input.access_token.as_deref());
-    let now = now_ms();
+    let now = state.clock.now_ms();
     let row = ConnectionRow {
         id: uuid::Uuid::new_v4().to_string(),
         provider: provider.id.to_owned(),
@@ -131,10 +128,10 @@ pub async fn update(state: &AppState, id: &str, input: UpdateConnection) -> Resu
     if let Some(d) = input.disable_cooling {
         row.disable_cooling = d;
     }
-    row.updated_at = now_ms();
+    row.updated_at = state.clock.now_ms();
     connections::save(&state.db, row.clone()).await?;
     state.routing.connections.reload(&state.db, &state.auth.secrets).await?;
-    Ok(view(row, now_ms()))
+    Ok(view(row, state.clock.now_ms()))
 }
 
 pub async fn delete(state: &AppState, id: &str) -> Result<(), ServiceError> {
@@ -194,7 +191,7 @@ pub async fn test(state: &AppState, id: &str) -> Result<ConnectionTestResult, Se
         let mut row = live(state, row);
         row.test_status = Some(if result.ok { "ok" } else { "failed" }.to_owned());
         row.last_error = result.error.clone();
-        row.updated_at = now_ms();
+        row.updated_at = state.clock.now_ms();
         if result.ok {
             let listed: Vec<&String> = result.models.iter().take(MAX_DISCOVERED_MODELS).collect();
             row.discovered_models = Some(to_json(&listed));

@@ -5,7 +5,7 @@ use app::types::{ApiKeyList, ApiKeyView, CreateApiKey, CreatedApiKey, FieldError
 use super::ServiceError;
 use crate::{
     auth::{api_keys, sha256_hex},
-    db::{api_keys as repo, now_ms},
+    db::api_keys as repo,
     state::AppState,
 };
 
@@ -36,7 +36,7 @@ pub async fn create(state: &AppState, mut input: CreateApiKey) -> Result<Created
             .allowed_connections
             .as_ref()
             .map(|ids| serde_json::to_string(ids).unwrap_or_default()),
-        created_at: now_ms(),
+        created_at: state.clock.now_ms(),
         last_used_at: None,
     };
     let id = row.id.clone();

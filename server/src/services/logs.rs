@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use super::ServiceError;
 use crate::{
-    db::{connections, logs as repo, now_ms},
+    db::{connections, logs as repo},
     state::AppState,
 };
 
@@ -44,7 +44,7 @@ pub async fn list(state: &AppState, filter: repo::LogFilter) -> Result<LogList, 
             refused: r.refused,
         })
         .collect();
-    Ok(LogList { logs, generated_at: now_ms(), older })
+    Ok(LogList { logs, generated_at: state.clock.now_ms(), older })
 }
 
 /// The Logs page's search: `limit` rows at most, newest first.
@@ -59,7 +59,7 @@ pub async fn search(state: &AppState, s: LogSearch, limit: u64) -> Result<LogLis
     };
     let filter = repo::LogFilter {
         limit,
-        since: s.window_ms().map(|ms| now_ms() - ms),
+        since: s.window_ms().map(|ms| state.clock.now_ms() - ms),
         provider_contains: s.provider,
         model_contains: s.model,
         connection_ids,

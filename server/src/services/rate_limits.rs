@@ -5,7 +5,7 @@ use app::types::rate_limits::{RateLimitList, RateLimitProtectionSet, RateLimitSt
 use std::collections::HashMap;
 
 use super::ServiceError;
-use crate::{db::connections, db::now_ms, resilience::request_queue::protected, state::AppState};
+use crate::{db::connections, resilience::request_queue::protected, state::AppState};
 
 /// Every connection with its switch, whether it is protected now, and
 /// the requests its queues hold.
@@ -53,7 +53,7 @@ pub async fn set(state: &AppState, input: SetRateLimitProtection) -> Result<Rate
         return Err(ServiceError::field("connectionId", "no connection has this id"));
     };
     row.rate_limit_protection = input.enabled;
-    row.updated_at = now_ms();
+    row.updated_at = state.clock.now_ms();
     connections::save(&state.db, row).await?;
     state.routing.connections.reload(&state.db, &state.auth.secrets).await?;
     let settings = state.resilience.current();

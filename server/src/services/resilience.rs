@@ -46,7 +46,7 @@ pub async fn patch(state: &AppState, patch: &Value) -> Result<ResilienceSettings
     }
     let mut doc = stored(&state.db).await?;
     merge(&mut doc, patch);
-    kv::put(&state.db, KEY, &doc.to_string()).await?;
+    kv::put(&state.db, KEY, &doc.to_string(), state.clock.now_ms()).await?;
     tracing::info!(sections = ?patch.as_object().map(|o| o.keys().collect::<Vec<_>>()), "resilience settings changed");
     handle.replace(next.clone());
     Ok(next)

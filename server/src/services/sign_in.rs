@@ -6,7 +6,6 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use crate::{
     auth::{password, sessions},
-    db::now_ms,
     state::AppState,
 };
 
@@ -33,5 +32,5 @@ pub async fn sign_in(state: &AppState, client: Option<IpAddr>, password: &str) -
         return Err(SignInError::WrongPassword);
     }
     state.auth.login_throttle.succeeded(client);
-    Ok(sessions::create(&state.db, now_ms()).await?)
+    Ok(sessions::create(&state.db, state.clock.now_ms()).await?)
 }

@@ -4,7 +4,7 @@
 use app::types::traffic::{TRAFFIC_WINDOWS, TrafficReport};
 
 use super::ServiceError;
-use crate::{db::now_ms, state::AppState};
+use crate::state::AppState;
 
 /// The report for `window` (`1h` when not given); an unknown window is a
 /// field error.
@@ -16,7 +16,7 @@ pub fn report(state: &AppState, window: Option<&str>) -> Result<TrafficReport, S
     }
     let snapshot = state.routing.connections.snapshot();
     Ok(state.store.traffic.report(
-        now_ms(),
+        state.clock.now_ms(),
         window,
         |id| snapshot.connection(id).map(|c| c.name.clone()),
         |provider, from, to| state.engine.breaker_spans(provider, from, to),

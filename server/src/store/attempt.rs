@@ -33,9 +33,9 @@ pub struct AttemptRecord {
 
 impl AttemptRecord {
     /// The row of a client request before any upstream is known.
-    pub fn request(request_id: &str, endpoint: &str, stream: bool) -> Self {
+    pub fn request(request_id: &str, endpoint: &str, stream: bool, now: i64) -> Self {
         Self {
-            created_at: crate::db::now_ms(),
+            created_at: now,
             request_id: request_id.to_owned(),
             endpoint: endpoint.to_owned(),
             stream,

@@ -26,6 +26,8 @@ pub mod traffic;
 use sea_orm::DatabaseConnection;
 use std::sync::Arc;
 
+use crate::resilience::clock::Clock;
+
 pub use attempt::AttemptRecord;
 pub use log::LogSink;
 pub use state::Outboxes;
@@ -43,9 +45,14 @@ pub struct Store {
 impl Store {
     /// Starts both writers; the producers of live state put their changes
     /// in the returned outboxes. `traffic` is the rollup, already seeded.
-    pub fn spawn(db: &DatabaseConnection, log_retention_rows: u64, traffic: traffic::Traffic) -> (Self, Outboxes) {
+    pub fn spawn(
+        db: &DatabaseConnection,
+        log_retention_rows: u64,
+        traffic: traffic::Traffic,
+        clock: Arc<dyn Clock>,
+    ) -> (Self, Outboxes) {
         let traffic = Arc::new(traffic);
-        let (state, outboxes) = state::StateWriter::spawn(db.clone());
+        let (state, outboxes) = state::StateWriter::spawn(db.clone(), clock);
         let logs = LogSink::spawn(db.clone(), log_retention_rows, traffic.clone());
         (Self { logs, traffic, state }, outboxes)
     }

@@ -12,7 +12,7 @@ use tokio::sync::{Notify, mpsc, oneshot};
 use crate::{
     auth::api_keys::KeyUses,
     db::{self, entities::session_affinity},
-    resilience::engine::EngineChanges,
+    resilience::{clock::Clock, engine::EngineChanges},
     routing::affinity::PinChanges,
 };
 
@@ -42,7 +42,7 @@ pub struct StateWriter {
 
 impl StateWriter {
     /// Starts the writer; the producers put their changes in the returned outboxes.
-    pub fn spawn(db: DatabaseConnection) -> (Self, Outboxes) {
+    pub fn spawn(db: DatabaseConnection, clock: Arc<dyn Clock>) -> (Self, Outboxes) {
         let wake = Arc::new(Notify::new());
         let outboxes = Outboxes::new(&wake);
         let (flushes, flush_rx) = mpsc::channel(16);
@@ -50,7 +50,7 @@ impl StateWriter {
             clippy::disallowed_methods,
             reason = "the state writer lives as long as the process, off the request path"
         )]
-        tokio::spawn(writer(db, outboxes.clone(), wake, flush_rx));
+        tokio::spawn(writer(db, clock, outboxes.clone(), wake, flush_rx));
         (Self { flushes }, outboxes)
     }
 
@@ -65,6 +65,7 @@ impl StateWriter {
 
 async fn writer(
     db: DatabaseConnection,
+    clock: Arc<dyn Clock>,
     outboxes: Outboxes,
     wake: Arc<Notify>,
     mut flushes: mpsc::Receiver<oneshot::Sender<()>>,
@@ -78,7 +79,7 @@ async fn writer(
         while let Ok(ack) = flushes.try_recv() {
             acks.push(ack);
         }
-        write(&db, &outboxes).await;
+        write(&db, &outboxes, clock.now_ms()).await;
         for ack in acks {
             let _ = ack.send(());
         }
@@ -86,14 +87,14 @@ async fn writer(
 }
 
 /// Takes every outbox and stores what it held.
-async fn write(db: &DatabaseConnection, outboxes: &Outboxes) {
+async fn write(db: &DatabaseConnection, outboxes: &Outboxes, now: i64) {
     for (provider, b) in outboxes.engine.breakers.take() {
-        if let Err(e) = db::resilience::save_breaker(db, &provider, &b).await {
+        if let Err(e) = db::resilience::save_breaker(db, &provider, &b, now).await {
             tracing::error!(error = %e, provider, "storing a circuit breaker failed");
         }
     }
     for (id, h) in outboxes.engine.connections.take() {
-        if let Err(e) = db::resilience::save_health(db, &id, &h).await {
+        if let Err(e) = db::resilience::save_health(db, &id, &h, now).await {
             tracing::error!(error = %e, connection_id = %id, "storing connection health failed");
         }
     }

@@ -21,7 +21,6 @@ use std::sync::Arc;
 
 use crate::{
     auth::{identity::peer_ip, sessions},
-    db::now_ms,
     services::{
         self, ServiceError,
         sign_in::{SignInError, sign_in},
@@ -159,11 +158,11 @@ impl Backend for WebBackend {
     }
 
     fn stash_new_key(&self, created: CreatedApiKey) {
-        self.state.auth.new_keys.stash(created, now_ms());
+        self.state.auth.new_keys.stash(created, self.state.clock.now_ms());
     }
 
     fn take_new_key(&self, id: &str) -> Option<CreatedApiKey> {
-        self.state.auth.new_keys.take(id, now_ms())
+        self.state.auth.new_keys.take(id, self.state.clock.now_ms())
     }
 
     async fn search_logs(&self, search: LogSearch, limit: u64) -> BackendResult<LogList> {

@@ -15,7 +15,6 @@ use super::{
     call::{Call, Tried},
 };
 use crate::{
-    db::now_ms,
     protocols::translate,
     proxy::{context::SELECTED_CONNECTION, errors::ProxyError, usage},
     routing::registry::LiveConnection,
@@ -46,7 +45,7 @@ pub(super) async fn json(state: &AppState, call: &Call<'_>, mut guard: AttemptGu
         }
         body
     } else {
-        match translate::response(upstream, &body, client, now_ms() / 1000) {
+        match translate::response(upstream, &body, client, state.clock.now_ms() / 1000) {
             Ok((translated, u)) => {
                 if let Some(r) = guard.record() {
                     r.prompt_tokens = i64::try_from(u.input_tokens).ok();

@@ -80,7 +80,10 @@ impl AttemptGuard {
         conn: &Arc<LiveConnection>,
         slots: Slots,
     ) -> Self {
-        let record = AttemptRecord { connection_id: Some(conn.id.clone()), ..log_row(call.caller, call.target) };
+        let record = AttemptRecord {
+            connection_id: Some(conn.id.clone()),
+            ..log_row(call.caller, call.target, state.clock.now_ms())
+        };
         Self {
             state: state.clone(),
             conn: conn.clone(),
@@ -255,7 +258,7 @@ impl Drop for AttemptGuard {
     }
 }
 
-/// Removes the connection's credential from text that may echo it.
+/// `s` cut to at most `max` characters, with `…` when it was longer.
 pub fn truncate(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
         Some((i, _)) => format!("{}…", &s[..i]),

@@ -175,11 +175,11 @@ impl Unserved {
 
 /// The log row of a request to its target, before any connection is
 /// chosen (also the row of a request that gave up waiting for a cooldown).
-pub(super) fn log_row(caller: &Caller<'_>, target: &Target) -> AttemptRecord {
-    AttemptRecord { provider: target.provider.id.to_owned(), model: target.model.clone(), ..caller_row(caller) }
+pub(super) fn log_row(caller: &Caller<'_>, target: &Target, now: i64) -> AttemptRecord {
+    AttemptRecord { provider: target.provider.id.to_owned(), model: target.model.clone(), ..caller_row(caller, now) }
 }
 
 /// The log row of `caller`'s request, before a target is known.
-pub(super) fn caller_row(caller: &Caller<'_>) -> AttemptRecord {
-    crate::store::AttemptRecord::request(caller.request_id, caller.endpoint, caller.stream)
+pub(super) fn caller_row(caller: &Caller<'_>, now: i64) -> AttemptRecord {
+    crate::store::AttemptRecord::request(caller.request_id, caller.endpoint, caller.stream, now)
 }

@@ -145,7 +145,7 @@ pub async fn run(
             combo = plan.combo.as_ref().map(|c| c.name.as_str()),
             "every target is held back briefly; waiting for the first to free"
         );
-        let wait = AbandonedWait::arm(state, log_row(caller, target), ms);
+        let wait = AbandonedWait::arm(state, log_row(caller, target, state.clock.now_ms()), ms);
         tokio::time::sleep(Duration::from_millis(ms)).await;
         wait.disarm();
     }
@@ -155,13 +155,14 @@ pub async fn run(
 /// cooling or locked, no connection): the client's answer, logged as the
 /// gateway's own refusal — under the combo's name, or the single target.
 fn refused(state: &AppState, caller: &Caller<'_>, plan: &Plan, trail: Trail) -> DispatchError {
+    let now = state.clock.now_ms();
     let row = match (&plan.combo, plan.targets.first()) {
-        (Some(combo), _) => AttemptRecord { model: combo.name.clone(), ..caller_row(caller) },
+        (Some(combo), _) => AttemptRecord { model: combo.name.clone(), ..caller_row(caller, now) },
         (None, Some(planned)) => match &planned.target {
-            Some(target) => log_row(caller, target),
-            None => AttemptRecord { model: planned.spec.clone(), ..caller_row(caller) },
+            Some(target) => log_row(caller, target, now),
+            None => AttemptRecord { model: planned.spec.clone(), ..caller_row(caller, now) },
         },
-        (None, None) => caller_row(caller),
+        (None, None) => caller_row(caller, now),
     };
     let e = ProxyError::from(DispatchError::exhausted(plan, trail));
     super::errors::log_refused(state, row, &e);

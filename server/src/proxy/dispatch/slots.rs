@@ -95,7 +95,7 @@ pub fn all_queues_full(
     }
     let refuse = |(conn, why): (&&Arc<LiveConnection>, QueueRefused)| {
         let failure = Failure::local(conn, &Refusal::Queue(why));
-        log_refusal(state, conn, &failure, log_row(caller, target));
+        log_refusal(state, conn, &failure, log_row(caller, target, state.clock.now_ms()));
         failure
     };
     Some(refusals.into_iter().map(refuse).collect())
@@ -141,7 +141,7 @@ impl Failure {
 /// as the reason) and its failure; the engine hears nothing.
 fn refused(state: &AppState, call: &Call<'_>, conn: &LiveConnection, why: &Refusal) -> Failure {
     let failure = Failure::local(conn, why);
-    log_refusal(state, conn, &failure, log_row(call.caller, call.target));
+    log_refusal(state, conn, &failure, log_row(call.caller, call.target, state.clock.now_ms()));
     failure
 }
 

@@ -21,7 +21,6 @@ use super::{
     call::{Call, Failure, FailureCode, NO_HEADERS, Tried},
 };
 use crate::{
-    db::now_ms,
     protocols::translate::StreamTranslator,
     proxy::stream::{
         progress::Watch,
@@ -67,7 +66,7 @@ pub(super) async fn open(
     // even in the client's own protocol.
     let resume = call.caller.resume.map(|r| r.after(&conn.id));
     let translator = (upstream != client || resume.is_some()).then(|| {
-        let t = StreamTranslator::new(upstream, client, now_ms() / 1000);
+        let t = StreamTranslator::new(upstream, client, state.clock.now_ms() / 1000);
         if resume.is_some() { t.with_transcript() } else { t }
     });
     let committed = Committed { held: ready.held, ended: ready.ended, watch };

@@ -6,7 +6,10 @@
 //! connection, an error event, a stall, the client going away — is
 //! reported exactly once to the attempt's [`Finish`], so the engine hears
 //! how the stream ended, not that its headers arrived. A stream that fails
-//! after commit is never replayed: it ends with the error event of the
+//! after commit is never replayed from its start: with mid-stream recovery
+//! on (`resumable`), the request is sent again with the text so far as its
+//! prefix and the continuation is relayed in its place (`continuation`);
+//! otherwise, or when that fails too, it ends with the error event of the
 //! client's protocol. Through upstream silence the client gets keepalive
 //! frames every heartbeat period (they do not count as output). With the
 //! throughput watchdog on, a stream whose useful output stays below its
