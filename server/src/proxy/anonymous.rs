@@ -9,10 +9,10 @@
 //!   address, or the configured listen host) — a DNS-rebinding page whose
 //!   own name now resolves to 127.0.0.1 still sends its own name.
 
-use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::http::{HeaderMap, Method, header};
 use std::net::IpAddr;
 
-use super::errors::ProxyError;
+use super::{errors::ProxyError, refusals::Refused};
 
 /// Why an anonymous request is not served.
 #[derive(Debug, PartialEq, Eq)]
@@ -64,25 +64,14 @@ fn names_this_machine(host: &str, listen_host: &str) -> bool {
 impl From<Refusal> for ProxyError {
     fn from(refusal: Refusal) -> Self {
         match refusal {
-            Refusal::NotLoopback => ProxyError::new(
-                StatusCode::UNAUTHORIZED,
-                "invalid_request_error",
-                "missing_api_key",
+            Refusal::NotLoopback => Refused::AnonymousNotLocal.because(
                 "Missing API key: requests without one are served only from this machine; \
                  create a key in the dashboard (API keys) and send it as Authorization: Bearer <key>",
             ),
-            Refusal::NotJson => ProxyError::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "invalid_request_error",
-                "unsupported_media_type",
-                "Requests without an API key must send Content-Type: application/json",
-            ),
-            Refusal::ForeignHost => ProxyError::new(
-                StatusCode::FORBIDDEN,
-                "invalid_request_error",
-                "anonymous_host_refused",
-                "Requests without an API key must address the gateway as localhost, 127.0.0.1 or [::1]",
-            ),
+            Refusal::NotJson => Refused::AnonymousNotJson
+                .because("Requests without an API key must send Content-Type: application/json"),
+            Refusal::ForeignHost => Refused::AnonymousForeignHost
+                .because("Requests without an API key must address the gateway as localhost, 127.0.0.1 or [::1]"),
         }
     }
 }

@@ -15,6 +15,7 @@ use super::{
     anonymous,
     context::RequestId,
     errors::{ProxyError, log_refused},
+    refusals::Refused,
     route::client_protocol,
 };
 use crate::{
@@ -39,17 +40,20 @@ pub async fn require_client_key(State(state): State<Arc<AppState>>, mut req: Req
     let key = presented_key(req.headers());
     if let Some(entry) = key.and_then(|k| state.auth.keys.lookup(k)) {
         if !entry.has(Scope::Inference) {
-            return refused(ProxyError::forbidden("this API key lacks the inference scope"), &req);
+            return refused(Refused::InsufficientScope.because("this API key lacks the inference scope"), &req);
         }
         req.extensions_mut().insert::<Arc<KeyEntry>>(entry);
         return next.run(req).await;
     }
     if state.auth.keys.any() {
         if key.is_some() {
-            return refused(ProxyError::invalid_key(), &req);
+            return refused(Refused::invalid_key(), &req);
         }
         if state.resilience.current().require_api_key {
-            return refused(ProxyError::missing_key(), &req);
+            return refused(
+                Refused::MissingKey.because("Missing API key: send Authorization: Bearer <key> or x-api-key"),
+                &req,
+            );
         }
     }
     // Anonymous (any key an agent sends before keys exist is ignored).

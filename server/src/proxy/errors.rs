@@ -13,7 +13,7 @@ use serde_json::json;
 
 use app::types::Protocol;
 
-use super::context::SELECTED_CONNECTION;
+use super::{context::SELECTED_CONNECTION, refusals::Refused};
 use crate::{protocols::gemini_inbound, state::AppState, store::AttemptRecord};
 
 #[derive(Debug, Clone)]
@@ -87,27 +87,7 @@ impl ProxyError {
 
     /// 400 naming the offending field.
     pub fn bad_field(param: impl Into<Box<str>>, message: impl Into<String>) -> Self {
-        Self {
-            param: Some(param.into()),
-            ..Self::new(StatusCode::BAD_REQUEST, "invalid_request_error", "invalid_request", message)
-        }
-    }
-
-    pub fn missing_key() -> Self {
-        Self::new(
-            StatusCode::UNAUTHORIZED,
-            "invalid_request_error",
-            "missing_api_key",
-            "Missing API key: send Authorization: Bearer <key> or x-api-key",
-        )
-    }
-
-    pub fn invalid_key() -> Self {
-        Self::new(StatusCode::UNAUTHORIZED, "invalid_request_error", "invalid_api_key", "Invalid API key")
-    }
-
-    pub fn forbidden(message: &str) -> Self {
-        Self::new(StatusCode::FORBIDDEN, "invalid_request_error", "insufficient_scope", message)
+        Refused::InvalidField.of_field(param, message)
     }
 }
 

@@ -145,7 +145,7 @@ impl Writer {
                 self.state.routing.handoffs.store(self.session, &self.combo, handoff);
             }
             Err(why) => {
-                tracing::warn!(request_id = %self.request_id, combo = %self.combo, reason = %why.reason, "context handoff not written");
+                tracing::warn!(request_id = %self.request_id, combo = %self.combo, reason = %why.name(), "context handoff not written");
                 self.state.routing.handoffs.abandon(self.session, &self.combo);
             }
         }

@@ -17,13 +17,15 @@ use axum::{
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-use super::errors::ProxyError;
+use super::{
+    errors::ProxyError,
+    refusals::{self, Refused},
+};
 use crate::{
     auth::{api_keys::KeyEntry, identity::presented_key},
     routing::{
         leases::{Lease, Owner, Stale},
         plan::Plan,
-        resolve::ResolveError,
     },
     services::leases::{self as service, DEFAULT_TTL_MS, LeaseError, MAX_TTL_MS, MIN_TTL_MS},
     state::AppState,
@@ -32,20 +34,16 @@ use crate::{
 pub const OWNER_HEADER: &str = "x-omniroute-lease-owner";
 pub const GENERATION_HEADER: &str = "x-omniroute-lease-generation";
 
-fn lease_error(status: StatusCode, code: &'static str, field: Option<&str>, message: impl Into<String>) -> ProxyError {
-    ProxyError { param: field.map(Into::into), ..ProxyError::new(status, "invalid_request_error", code, message) }
-}
-
 fn required(field: &str, message: &str) -> ProxyError {
-    lease_error(StatusCode::BAD_REQUEST, "LEASE_CONTEXT_REQUIRED", Some(field), message)
+    Refused::LeaseContextRequired.of_field(field, message)
 }
 
 fn invalid(field: &str, message: impl Into<String>) -> ProxyError {
-    lease_error(StatusCode::BAD_REQUEST, "LEASE_CONTEXT_INVALID", Some(field), message)
+    Refused::LeaseContextInvalid.of_field(field, message)
 }
 
 pub fn stale(why: Stale) -> ProxyError {
-    lease_error(StatusCode::CONFLICT, "LEASE_FENCE_STALE", None, why.message())
+    Refused::LeaseFenceStale.because(why.message())
 }
 
 /// The owner a header names: missing → `LEASE_CONTEXT_REQUIRED`,
@@ -108,8 +106,7 @@ pub async fn fenced(
 
 fn store_unavailable(key: &KeyEntry) -> ProxyError {
     tracing::error!(key_id = %key.id, "storing a session lease failed");
-    let message = "the lease could not be stored; retry";
-    ProxyError::new(StatusCode::SERVICE_UNAVAILABLE, "server_error", "lease_store_unavailable", message)
+    Refused::LeaseStoreUnavailable.because("the lease could not be stored; retry")
 }
 
 /// `OPTIONS`: which headers a lease request may send.
@@ -135,11 +132,10 @@ pub async fn handle(State(state): State<Arc<AppState>>, headers: HeaderMap, body
 /// One lifecycle call, checked in the order of the response matrix:
 /// authentication, scope, content type, owner, body.
 async fn lifecycle(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Result<Response, ProxyError> {
-    let key = presented_key(headers).and_then(|k| state.auth.keys.lookup(k)).ok_or_else(ProxyError::invalid_key)?;
+    let key = presented_key(headers).and_then(|k| state.auth.keys.lookup(k)).ok_or_else(Refused::invalid_key)?;
     if !key.has(Scope::LeaseExclusive) || key.allowed_connections.as_ref().is_none_or(Vec::is_empty) {
-        return Err(ProxyError::forbidden(
-            "this API key lacks the lease:exclusive scope or allowed connections for its leases",
-        ));
+        return Err(Refused::InsufficientScope
+            .because("this API key lacks the lease:exclusive scope or allowed connections for its leases"));
     }
     let json = headers
         .get(header::CONTENT_TYPE)
@@ -147,7 +143,7 @@ async fn lifecycle(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Result
         .is_some_and(|ct| ct.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json")));
     if !json {
         let message = "send the lease request as Content-Type: application/json";
-        return Err(lease_error(StatusCode::UNSUPPORTED_MEDIA_TYPE, "LEASE_CONTENT_TYPE_REQUIRED", None, message));
+        return Err(Refused::LeaseContentTypeRequired.because(message));
     }
     let owner = owner_of(headers)?;
     let action = Action::read(body)?;
@@ -180,37 +176,27 @@ fn active(lease: &Lease, now: i64) -> Response {
 fn answer_error(e: LeaseError, key: &KeyEntry) -> Result<Response, ProxyError> {
     match e {
         LeaseError::Stale(why) => Err(stale(why)),
-        LeaseError::Model(e) => {
-            let status =
-                if matches!(e, ResolveError::Unknown(_)) { StatusCode::NOT_FOUND } else { StatusCode::BAD_REQUEST };
-            let e = ProxyError::new(status, "invalid_request_error", "model_not_found", e.to_string());
-            Err(ProxyError { param: Some("model".into()), ..e })
-        }
-        LeaseError::NoCredentials { provider } => {
-            let message =
-                format!("No active credentials for provider: {provider} among this key's allowed connections");
-            Err(ProxyError::new(StatusCode::NOT_FOUND, "server_error", "no_active_credentials", message))
-        }
+        LeaseError::Model(e) => Err(refusals::unresolved(&e)),
+        LeaseError::NoCredentials { provider } => Err(Refused::LeaseNoCredentials
+            .because(format!("No active credentials for provider: {provider} among this key's allowed connections"))),
         LeaseError::BreakerOpen { provider } => {
-            let message = format!("Provider {provider} circuit breaker is open");
-            Err(ProxyError::new(StatusCode::SERVICE_UNAVAILABLE, "server_error", "provider_circuit_open", message))
+            Err(Refused::LeaseBreakerOpen.because(format!("Provider {provider} circuit breaker is open")))
         }
-        LeaseError::AllCooling { provider } => {
-            let message = format!("Every allowed connection of {provider} is cooling down or unavailable");
-            Err(ProxyError::new(StatusCode::SERVICE_UNAVAILABLE, "server_error", "all_targets_cooling_down", message))
-        }
+        LeaseError::AllCooling { provider } => Err(Refused::LeaseAllCooling
+            .because(format!("Every allowed connection of {provider} is cooling down or unavailable"))),
         LeaseError::Capacity { retry_after_secs } => {
+            let (status, _, code) = Refused::LeaseCapacity.answer();
             let body = json!({
                 "state": "WAITING_FOR_CAPACITY",
                 "reason": "NO_FREE_ELIGIBLE_CONNECTION",
                 "freeCount": 0,
                 "retryAfter": retry_after_secs,
                 "error": {
-                    "code": "LEASE_CAPACITY_UNAVAILABLE",
+                    "code": code,
                     "message": "every eligible connection is held by another session's lease",
                 },
             });
-            let mut r = (StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response();
+            let mut r = (status, axum::Json(body)).into_response();
             r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
             Ok(r)
         }

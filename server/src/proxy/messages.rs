@@ -7,23 +7,18 @@ use axum::{
     Json,
     body::Bytes,
     extract::rejection::BytesRejection,
-    http::StatusCode,
     response::{IntoResponse, Response},
 };
 use serde_json::json;
 
-use super::errors::ProxyError;
+use super::refusals::Refused;
 use crate::protocols::anthropic;
 
 pub async fn count_tokens(body: Result<Bytes, BytesRejection>) -> Response {
-    let counted = body
-        .map_err(|e| ProxyError::new(e.status(), "invalid_request_error", "invalid_body", e.body_text()))
-        .and_then(|b| {
-            let v = serde_json::from_slice(&b).map_err(|e| {
-                ProxyError::new(StatusCode::BAD_REQUEST, "invalid_request_error", "invalid_json", e.to_string())
-            })?;
-            anthropic::read_request(&v).map_err(|e| ProxyError::bad_field(e.field.clone(), e.to_string()))
-        });
+    let counted = body.map_err(|e| Refused::BodyUnreadable(e.status()).because(e.body_text())).and_then(|b| {
+        let v = serde_json::from_slice(&b).map_err(|e| Refused::InvalidJson.because(e.to_string()))?;
+        anthropic::read_request(&v).map_err(|e| Refused::InvalidField.of_field(e.field.clone(), e.to_string()))
+    });
     match counted {
         Ok(req) => Json(json!({"input_tokens": req.estimated_input_tokens()})).into_response(),
         Err(e) => e.into_response_as(Protocol::Anthropic),

@@ -14,6 +14,7 @@ pub mod leases;
 pub mod messages;
 pub mod models;
 pub mod multi;
+pub mod refusals;
 pub mod request;
 pub mod resume;
 pub mod route;

@@ -6,7 +6,7 @@
 //! translation through the internal representation otherwise.
 
 use app::types::Protocol;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -14,6 +14,7 @@ use std::{ops::Range, sync::OnceLock};
 
 use super::{
     errors::ProxyError,
+    refusals::Refused,
     session::{BodyIds, body_session_key, first_text_session_key, session_key},
 };
 use crate::{
@@ -81,12 +82,7 @@ pub const BACKGROUND_WARNING: &str =
     "background mode is not supported by this gateway; the response was produced synchronously";
 
 fn invalid_json(detail: impl std::fmt::Display) -> ProxyError {
-    ProxyError::new(
-        StatusCode::BAD_REQUEST,
-        "invalid_request_error",
-        "invalid_json",
-        format!("Request body is not a JSON object: {detail}"),
-    )
+    Refused::InvalidJson.because(format!("Request body is not a JSON object: {detail}"))
 }
 
 impl ClientRequest {

@@ -12,7 +12,7 @@ use axum::{
     Extension,
     body::Bytes,
     extract::{State, rejection::BytesRejection},
-    http::{HeaderMap, StatusCode, Uri},
+    http::{HeaderMap, Uri},
     response::Response,
 };
 use std::sync::Arc;
@@ -24,6 +24,7 @@ use super::{
     handoff,
     leases::{self, LeaseContext},
     multi,
+    refusals::{self, Refused},
     request::ClientRequest,
     resume::Resumer,
     stream::keepalive,
@@ -33,7 +34,7 @@ use crate::{
     routing::{
         plan::Plan,
         registry::Snapshot,
-        resolve::{ResolveError, Target, resolve},
+        resolve::{Target, resolve},
         view::Asker,
     },
     state::AppState,
@@ -117,7 +118,7 @@ fn parse(
     headers: &HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<ClientRequest, ProxyError> {
-    let body = body.map_err(|e| ProxyError::new(e.status(), "invalid_request_error", "invalid_body", e.body_text()))?;
+    let body = body.map_err(|e| Refused::BodyUnreadable(e.status()).because(e.body_text()))?;
     match protocol {
         Protocol::Gemini => {
             let (model, stream) = gemini_target(uri.path())?;
@@ -135,12 +136,10 @@ fn gemini_target(path: &str) -> Result<(&str, bool), ProxyError> {
     match target.rsplit_once(':') {
         Some((model, "generateContent")) if !model.is_empty() => Ok((model, false)),
         Some((model, "streamGenerateContent")) if !model.is_empty() => Ok((model, true)),
-        _ => Err(ProxyError::new(
-            StatusCode::NOT_FOUND,
-            "invalid_request_error",
-            "unknown_method",
-            "expected /v1beta/models/{model}:generateContent or :streamGenerateContent",
-        )),
+        _ => {
+            Err(Refused::UnknownMethod
+                .because("expected /v1beta/models/{model}:generateContent or :streamGenerateContent"))
+        }
     }
 }
 
@@ -222,13 +221,7 @@ fn unknown_model(
 
 /// The one target a model names.
 fn resolved(model: &str, snapshot: &Snapshot) -> Result<Target, ProxyError> {
-    resolve(model, snapshot).map_err(|e| match e {
-        ResolveError::Ambiguous(..) => ProxyError::bad_field("model", e.to_string()),
-        ResolveError::Unknown(_) => ProxyError {
-            param: Some("model".into()),
-            ..ProxyError::new(StatusCode::NOT_FOUND, "invalid_request_error", "model_not_found", e.to_string())
-        },
-    })
+    resolve(model, snapshot).map_err(|e| refusals::unresolved(&e))
 }
 
 /// Runs `plan` through the dispatch loop (`handoff`: a context-relay note

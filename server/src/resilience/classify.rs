@@ -220,6 +220,40 @@ pub fn classify(f: &Failure<'_>) -> Verdict {
     }
 }
 
+/// The reason alone of a failure, where no connection's ladder or rule is
+/// concerned: what a whole request's error answer (`status`, `body`) says
+/// about the request, for callers that decide whether asking again helps.
+pub fn reason_of(status: Option<u16>, body: &str) -> ErrorReason {
+    let profile = ConnectionCooldownProfile {
+        base_cooldown_ms: 0,
+        use_upstream_retry_hints: false,
+        use_upstream429_breaker_hints: None,
+        max_backoff_steps: 0,
+    };
+    let headers = HeaderMap::new();
+    let failure = Failure {
+        status,
+        headers: &headers,
+        body,
+        backoff_level: 0,
+        profile: &profile,
+        max_cooldown_ms: 0,
+        rule: None,
+        now_ms: 0,
+    };
+    classify(&failure).reason
+}
+
+/// Whether a failure for `reason` may pass if the same request is sent
+/// again shortly: the upstream was busy, limited for the moment, failing
+/// or slow — not refusing the request, the account or the model.
+pub fn is_transient(reason: ErrorReason) -> bool {
+    matches!(
+        reason,
+        ErrorReason::RateLimited | ErrorReason::ConcurrencyLimited | ErrorReason::ServerError | ErrorReason::Timeout
+    )
+}
+
 /// Quota text: daily → local midnight, weekly → 24 h, 5-hour
 /// subscription window → the hint or 1 h; all retryable, none terminal.
 fn quota_text(f: &Failure<'_>, text: &str) -> Option<Verdict> {

@@ -18,16 +18,17 @@
 //! 503 naming each member's failure.
 
 use app::types::combo::{Combo, ComboTarget};
-use axum::{http::StatusCode, response::Response};
+use axum::response::Response;
 use futures_util::{StreamExt, stream::FuturesUnordered};
 use std::{sync::Arc, time::Duration};
 use tokio::time::Instant;
 
-use super::{Unheard, ask_text, plan_error};
+use super::{Unheard, ask_text};
 use crate::{
     protocols::ir,
     proxy::{
         errors::ProxyError,
+        refusals::Refused,
         request::ClientRequest,
         route::{self, Inbound},
     },
@@ -118,14 +119,7 @@ async fn gather(
         }
     }
     let late = if grace_started { "straggler_dropped" } else { "timeout" };
-    heard
-        .into_iter()
-        .map(|h| {
-            h.unwrap_or_else(|| {
-                Err(Unheard { status: StatusCode::GATEWAY_TIMEOUT, reason: late.into(), message: late.into() })
-            })
-        })
-        .collect()
+    heard.into_iter().map(|h| h.unwrap_or(Err(Unheard::Late(late)))).collect()
 }
 
 /// The judge's answer from the panel's, or the fallbacks when too few answered.
@@ -149,10 +143,10 @@ async fn judged(
         let why: Vec<String> = panel
             .iter()
             .zip(&heard)
-            .filter_map(|(m, h)| h.as_ref().err().map(|u| format!("{}={}", m.model, u.reason)))
+            .filter_map(|(m, h)| h.as_ref().err().map(|u| format!("{}={}", m.model, u.name())))
             .collect();
         let message = format!("All fusion panel models failed: {}", why.join(", "));
-        return Err(plan_error(StatusCode::SERVICE_UNAVAILABLE, "FUSION_PANEL_FAILED", message));
+        return Err(Refused::FusionPanelFailed.because(message));
     };
     if answers.len() == 1 && explicit_judge.is_none() {
         let member = &panel[first];

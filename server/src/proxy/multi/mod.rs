@@ -13,7 +13,10 @@
 mod fusion;
 mod pipeline;
 
-use app::types::combo::{Combo, ComboTarget, Strategy};
+use app::types::{
+    combo::{Combo, ComboTarget, Strategy},
+    settings::ErrorReason,
+};
 use axum::{http::StatusCode, response::Response};
 use futures_util::future::BoxFuture;
 use http_body_util::BodyExt;
@@ -21,10 +24,11 @@ use std::sync::Arc;
 
 use super::{
     errors::ProxyError,
+    refusals::Refused,
     request::ClientRequest,
     route::{self, Inbound},
 };
-use crate::{protocols::translate, state::AppState};
+use crate::{protocols::translate, resilience::classify, state::AppState};
 
 /// Largest intermediate answer read (a panel member's, a step's).
 const MAX_ANSWER_BYTES: usize = 8 * 1024 * 1024;
@@ -39,16 +43,11 @@ pub fn serve<'a>(
 ) -> BoxFuture<'a, Result<Response, ProxyError>> {
     Box::pin(async move {
         if inbound.lease.is_some() {
-            return Err(ProxyError::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_request_error",
-                "LEASE_CONTEXT_INVALID",
-                format!(
-                    "combo {} calls several targets ({}); an exclusive session lease binds one connection",
-                    combo.name,
-                    combo.strategy.as_str()
-                ),
-            ));
+            return Err(Refused::LeaseContextInvalid.because(format!(
+                "combo {} calls several targets ({}); an exclusive session lease binds one connection",
+                combo.name,
+                combo.strategy.as_str()
+            )));
         }
         let inbound = Inbound {
             protocol: inbound.protocol,
@@ -69,19 +68,56 @@ pub fn serve<'a>(
 
 /// Why a member gave no usable text.
 #[derive(Debug)]
-pub struct Unheard {
-    /// The status its answer had (502 for an unreadable or empty one).
-    pub status: StatusCode,
-    /// `status_<code>`, `empty_content`, `unparseable`, …
-    pub reason: String,
-    /// Its error's message, when it had one.
-    pub message: String,
+pub enum Unheard {
+    /// It answered with an error: its status, what the classifier makes
+    /// of that answer, and the error's message.
+    Answered { status: StatusCode, reason: ErrorReason, message: String },
+    /// Its answer could not be read, or had no text (`what` says which).
+    Unreadable { what: &'static str, message: String },
+    /// It had not answered when the panel stopped waiting (`timeout`,
+    /// `straggler_dropped`).
+    Late(&'static str),
 }
 
 impl Unheard {
-    /// The member answered `status`.
+    /// The member answered `status` with `message`.
     fn answered(status: StatusCode, message: String) -> Self {
-        Self { status, reason: format!("status_{}", status.as_u16()), message }
+        let reason = classify::reason_of(Some(status.as_u16()), &message);
+        Self::Answered { status, reason, message }
+    }
+
+    /// The status that stands for it: its answer's error status, 502 for
+    /// an unreadable one (or an answer that was no error), 504 for none in
+    /// time.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::Answered { status, .. } if status.is_client_error() || status.is_server_error() => *status,
+            Self::Answered { .. } => StatusCode::BAD_GATEWAY,
+            Self::Unreadable { .. } => StatusCode::BAD_GATEWAY,
+            Self::Late(_) => StatusCode::GATEWAY_TIMEOUT,
+        }
+    }
+
+    /// A short name for it: `status_<code>`, `unparseable`, `empty_content`, `timeout`, …
+    pub fn name(&self) -> String {
+        match self {
+            Self::Answered { status, .. } => format!("status_{}", status.as_u16()),
+            Self::Unreadable { what, .. } => (*what).to_owned(),
+            Self::Late(why) => (*why).to_owned(),
+        }
+    }
+
+    pub fn message(&self) -> &str {
+        match self {
+            Self::Answered { message, .. } | Self::Unreadable { message, .. } => message,
+            Self::Late(why) => why,
+        }
+    }
+
+    /// Whether asking again shortly may help: only when the member's
+    /// answer was an error the classifier calls transient.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Self::Answered { reason, .. } if classify::is_transient(*reason))
     }
 }
 
@@ -101,8 +137,7 @@ pub async fn ask_text(
     let response = route::serve_member(state, req, inbound, member).await?;
     let (head, body) = response.into_parts();
     let bytes = http_body_util::Limited::new(body, MAX_ANSWER_BYTES).collect().await.map(|b| b.to_bytes());
-    let unreadable =
-        |reason: &str, message: String| Unheard { status: StatusCode::BAD_GATEWAY, reason: reason.into(), message };
+    let unreadable = |what: &'static str, message: String| Unheard::Unreadable { what, message };
     let bytes = bytes.map_err(|e| unreadable("unparseable", e.to_string()))?;
     if head.status != StatusCode::OK {
         let text = String::from_utf8_lossy(&bytes);
@@ -116,12 +151,28 @@ pub async fn ask_text(
     }
 }
 
-/// The client's error for a failed plan: `status` with its usual type.
-fn plan_error(status: StatusCode, code: &'static str, message: String) -> ProxyError {
-    let kind = match status.as_u16() {
-        429 => "rate_limit_error",
-        400..=499 => "invalid_request_error",
-        _ => "server_error",
-    };
-    ProxyError::new(status, kind, code, message)
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answered(status: u16, message: &str) -> Unheard {
+        Unheard::answered(StatusCode::from_u16(status).unwrap(), message.into())
+    }
+
+    #[test]
+    fn a_member_is_asked_again_only_when_the_classifier_calls_its_error_transient() {
+        assert!(answered(429, "Rate limit reached").is_transient());
+        assert!(answered(503, "All 2 target(s) of combo c are cooling down").is_transient());
+        assert!(answered(500, "internal error").is_transient());
+        assert!(!answered(429, "You exceeded your current quota (insufficient_quota)").is_transient());
+        assert!(!answered(400, "messages: required").is_transient());
+        assert!(!answered(404, "No active credentials for provider: openai").is_transient());
+        let unreadable = Unheard::Unreadable { what: "empty_content", message: "no text".into() };
+        assert!(!unreadable.is_transient());
+        assert_eq!((unreadable.status(), unreadable.name()), (StatusCode::BAD_GATEWAY, "empty_content".to_owned()));
+        let late = Unheard::Late("timeout");
+        assert!(!late.is_transient());
+        assert_eq!((late.status(), late.name()), (StatusCode::GATEWAY_TIMEOUT, "timeout".to_owned()));
+        assert_eq!(answered(502, "x").name(), "status_502");
+    }
 }

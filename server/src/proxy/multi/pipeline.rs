@@ -7,31 +7,31 @@
 //! answer is the client's, as it is. Use it for draft → review → polish
 //! chains, or a cheap model condensing a long context for a strong one.
 //!
-//! A step before the last that fails with 429, 502, 503 or 504 is tried
-//! again up to `config.maxRetries` times (default 1), `retryDelayMs`
-//! (default 2 s) apart; each try is a whole dispatch, so a target with
-//! several connections has already failed over inside it. A step that
+//! A step before the last whose error the classifier calls transient (a
+//! rate or concurrency limit, a server error, a timeout — the original's
+//! 429, 502, 503 and 504, and also a 500; not a used-up quota or credits)
+//! is tried again up to `config.maxRetries` times (default 1),
+//! `retryDelayMs` (default 2 s) apart; each try is a whole dispatch, so a
+//! target with several connections has already failed over inside it. A step that
 //! still fails ends the request with its status ("Pipeline step i (model)
 //! failed"); an answer without text is a 502. Steps never fall back to
 //! other targets: each one has its own job.
 
 use app::types::combo::{Combo, ComboTarget};
-use axum::{http::StatusCode, response::Response};
+use axum::response::Response;
 use std::{sync::Arc, time::Duration};
 
-use super::{ask_text, plan_error};
+use super::ask_text;
 use crate::{
     protocols::ir,
     proxy::{
         errors::ProxyError,
+        refusals::Refused,
         request::ClientRequest,
         route::{self, Inbound},
     },
     state::AppState,
 };
-
-/// Statuses of a step worth trying again.
-const RETRIED: [u16; 4] = [429, 502, 503, 504];
 
 pub async fn serve(
     state: &Arc<AppState>,
@@ -79,23 +79,19 @@ async fn step_text(
             Ok(text) => return Ok(text),
             Err(unheard) => unheard,
         };
-        if tried < retries && RETRIED.contains(&unheard.status.as_u16()) && unheard.reason.starts_with("status_") {
+        if tried < retries && unheard.is_transient() {
             tried += 1;
             tracing::info!(
                 request_id = inbound.request_id,
                 step = n,
-                status = unheard.status.as_u16(),
+                status = unheard.status().as_u16(),
                 "pipeline step retried"
             );
             tokio::time::sleep(Duration::from_millis(combo.config.retry_delay_ms())).await;
             continue;
         }
-        let status = if unheard.status.is_client_error() || unheard.status.is_server_error() {
-            unheard.status
-        } else {
-            StatusCode::BAD_GATEWAY
-        };
-        let message = format!("Pipeline step {n} ({}) failed: {}", step.model, unheard.message);
-        return Err(plan_error(status, "PIPELINE_STEP_FAILED", message));
+        let status = unheard.status();
+        let message = format!("Pipeline step {n} ({}) failed: {}", step.model, unheard.message());
+        return Err(Refused::PipelineStepFailed(status).because(message));
     }
 }

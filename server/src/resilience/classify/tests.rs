@@ -191,3 +191,19 @@ fn a_rule_decides_the_verdict_and_keeps_the_breaker_out() {
     assert!(v.cooldown_ms > 0 && v.skip_provider_breaker);
     assert_eq!(v.rule.unwrap().scope, app::types::settings::RuleScope::Connection);
 }
+
+#[test]
+fn a_whole_answer_is_transient_when_the_upstream_was_only_busy_or_failing() {
+    let transient = |status, body| is_transient(reason_of(Some(status), body));
+    for status in [429, 500, 502, 503, 504, 408] {
+        assert!(transient(status, "try later"), "{status}");
+    }
+    assert!(is_transient(reason_of(None, "connection reset")), "a transport failure");
+    assert!(!transient(400, "bad field"));
+    assert!(!transient(401, "Invalid API key"));
+    assert!(!transient(404, "model_not_found"));
+    assert!(!transient(429, "You exceeded your current quota: insufficient_quota"), "credits are not a moment");
+    assert!(!transient(429, "You have reached your daily quota, try again tomorrow"), "a quota waits for midnight");
+    assert!(!transient(503, "prompt is too long for this model"), "the request itself is too large");
+    assert!(transient(400, "Too many concurrent requests"), "a concurrency limit passes");
+}
