@@ -9,7 +9,7 @@ mod common;
 
 use common::{
     Gateway,
-    clients::{Client, ask, base_url, post, same_protocol_pairs, text},
+    clients::{Client, ask, base_url, leading_metadata, post, same_protocol_pairs, text},
     sse_events,
 };
 use fake_upstream::{DEFAULT_CONTENT, FakeUpstream, Rule};
@@ -109,10 +109,14 @@ async fn one_event_then_silence_ends_with_the_protocols_error_event_within_the_i
     let (fake, gw) = start().await;
     for (client, up) in same_protocol_pairs() {
         let (key, id) = connect(&gw, &fake, up.provider, "only", 0).await;
-        fake.push_rule(on_key(&key, Rule { times: Some(1), stall_after_chunks: Some(1), ..Rule::default() }));
+        let first_output = leading_metadata(up) + 1;
+        fake.push_rule(on_key(
+            &key,
+            Rule { times: Some(1), stall_after_chunks: Some(first_output), ..Rule::default() },
+        ));
         let started = Instant::now();
         let resp = post(&gw, client, up.model, true, &ask(client, up.model, true)).await;
-        assert_eq!(resp.status(), 200, "{client:?}: committed at the first event");
+        assert_eq!(resp.status(), 200, "{client:?}: committed at the first output");
         let events = sse_events(resp).await;
         assert!(started.elapsed() < BUDGET * 5, "{client:?}: {:?}", started.elapsed());
         assert!(events.len() >= 2, "{client:?}: {events:?}");
@@ -133,7 +137,8 @@ async fn with_stall_cooldown_on_a_stalled_connection_cools() {
     let body = json!({"streamStallCooldown": {"enabled": true}});
     assert_eq!(gw.api(reqwest::Method::PATCH, "/api/resilience").json(&body).send().await.unwrap().status(), 200);
     let id = gw.add_connection("openai", "only", "sk-a", &base_url(&fake, "openai"), 0).await;
-    fake.push_rule(Rule { times: Some(1), stall_after_chunks: Some(1), ..Rule::default() });
+    // The role chunk, the first word, then silence.
+    fake.push_rule(Rule { times: Some(1), stall_after_chunks: Some(2), ..Rule::default() });
     let resp =
         post(&gw, Client::Chat, "openai/gpt-4o-mini", true, &ask(Client::Chat, "openai/gpt-4o-mini", true)).await;
     assert!(ends_with_error_event(Client::Chat, &sse_events(resp).await));
@@ -147,7 +152,8 @@ async fn a_connection_that_drops_every_stream_is_cooled_and_its_sibling_serves_t
     for (client, up) in same_protocol_pairs() {
         let (bad_key, bad) = connect(&gw, &fake, up.provider, "bad", 0).await;
         let (_, good) = connect(&gw, &fake, up.provider, "good", 1).await;
-        fake.push_rule(on_key(&bad_key, Rule { drop_after_chunks: Some(2), ..Rule::default() }));
+        let after_first_output = leading_metadata(up) + 2;
+        fake.push_rule(on_key(&bad_key, Rule { drop_after_chunks: Some(after_first_output), ..Rule::default() }));
         let resp = post(&gw, client, up.model, true, &ask(client, up.model, true)).await;
         assert_eq!(selected(&resp), bad);
         assert!(ends_with_error_event(client, &sse_events(resp).await), "{client:?}");
@@ -241,10 +247,11 @@ async fn keepalives_arrive_while_the_first_event_is_late_and_a_late_failure_is_a
 async fn the_throughput_watchdog_setting_aborts_a_trickling_stream() {
     let (fake, gw) = start().await;
     let id = gw.add_connection("openai", "only", "sk-a", &base_url(&fake, "openai"), 0).await;
-    fake.push_rule(Rule { trickle_ms: 300, ..Rule::default() });
+    // An answer long enough to be judged before the model stops.
+    fake.push_rule(Rule { trickle_ms: 300, content: Some("word ".repeat(12)), ..Rule::default() });
     let model = "openai/gpt-4o-mini";
     let resp = post(&gw, Client::Chat, model, true, &ask(Client::Chat, model, true)).await;
-    assert_eq!(text(Client::Chat, true, resp).await, DEFAULT_CONTENT, "off by default: the trickle is served");
+    assert_eq!(text(Client::Chat, true, resp).await, "word ".repeat(12), "off by default: the trickle is served");
 
     let on = json!({"streamRecovery": {"throughputWatchdog": {"enabled": true, "warmupMs": 0, "windowMs": 1000, "minUsefulBytesPerSecond": 1000}}});
     assert_eq!(gw.api(reqwest::Method::PATCH, "/api/resilience").json(&on).send().await.unwrap().status(), 200);

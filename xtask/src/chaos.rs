@@ -6,14 +6,20 @@
 //! the first event, a dropped connection (at once, or after the first
 //! events: stream recovery is on and must hide it), 503 / 429 (with and
 //! without a retry hint) / 529, an error body that never finishes, a slow
-//! trickle — and the last one is healthy. For N seconds (default 60;
-//! `cargo xtask test` runs 180) requests mix the four client protocols,
-//! streaming and not, `CHAOS_CONCURRENCY` (default 16) at a time.
+//! trickle; and in streams: a clean end before the answer is whole, a line
+//! that is not JSON, a 2 MB line, bare-CR framing, a role chunk then
+//! silence, an in-band error event, the terminator then a connection kept
+//! open with more data — and the last one is healthy. For N seconds
+//! (default 60; `cargo xtask test` runs 180) requests mix the four client
+//! protocols, streaming and not, `CHAOS_CONCURRENCY` (default 16) at a
+//! time.
 //!
 //! Passes when nothing hung (every request answered within its bound),
-//! every answer was a 2xx and no stream ended in an error event: faults
+//! every answer was a 2xx, no stream ended in an error event — faults
 //! that strike before a stream's commit point must be failed over
-//! invisibly. (Stalls after the first event are left out: no recovery can
+//! invisibly — and every answer that claims to be complete carries the
+//! fake's whole answer, word for word (a cut answer is never passed off
+//! as finished). (Stalls after the first event are left out: no recovery can
 //! tell them from a slow model inside its hold-back window.) The fault
 //! schedule follows the seed, which is printed so a failure can be
 //! replayed; which request meets which fault depends on timing.
@@ -65,6 +71,8 @@ struct Tally {
     hung: u64,
     non_2xx: u64,
     error_events: u64,
+    /// Answers that claimed completion with less (or other) than the whole text.
+    truncated: u64,
     examples: Vec<String>,
 }
 
@@ -115,14 +123,16 @@ pub fn run(opts: &Options) -> anyhow::Result<()> {
     drop((gateway, fake_a, fake_b));
     let _ = std::fs::remove_dir_all(&data_dir);
     let (t, scheduled, struck) = tally?;
-    let report = json!({"seed": seed, "seconds": seconds, "requests": t.ok + t.hung + t.non_2xx + t.error_events,
+    let requests = t.ok + t.hung + t.non_2xx + t.error_events + t.truncated;
+    let report = json!({"seed": seed, "seconds": seconds, "requests": requests,
                         "ok": t.ok, "hung": t.hung, "non2xx": t.non_2xx, "errorEvents": t.error_events,
+                        "truncatedCalledComplete": t.truncated,
                         "faultsScheduled": scheduled, "faultsStruck": struck});
     println!("{report}");
     if struck == 0 {
         bail!("no fault struck: the run tested nothing");
     }
-    if t.hung + t.non_2xx + t.error_events > 0 {
+    if t.hung + t.non_2xx + t.error_events + t.truncated > 0 {
         bail!(
             "chaos run failed (replay: cargo xtask chaos --seconds {seconds} --seed {seed}):\n{}",
             t.examples.join("\n")
@@ -173,7 +183,7 @@ impl Run {
         counts: &mut BTreeMap<&'static str, u64>,
     ) -> anyhow::Result<()> {
         for (provider, _, _, fake) in &TARGETS[..FAULTY] {
-            let (kind, rule) = fault(rng, &key(provider));
+            let (kind, rule) = fault(rng, provider);
             *counts.entry(kind).or_default() += 1;
             let url = format!("{}/_control/rules", self.fakes[*fake]);
             http.post(url).json(&rule).send().await?.error_for_status()?;
@@ -200,11 +210,24 @@ fn key(provider: &str) -> String {
     format!("key-{provider}")
 }
 
+/// How many frames of the fake's stream for `provider` come before its
+/// first model output (metadata, which commits nothing).
+fn leading_metadata(provider: &str) -> u32 {
+    match provider {
+        "openai" => 1,
+        "anthropic" => 2,
+        "openai-responses" => 3,
+        _ => 0,
+    }
+}
+
 /// One fault, named, that strikes before a stream is committed (or, for
-/// the trickle, a slow answer that must still arrive).
-fn fault(rng: &mut StdRng, key: &str) -> (&'static str, Value) {
-    let mut rule = json!({"apiKey": key, "times": 1});
-    let kind = match rng.gen_range(0..11) {
+/// the trickle, a slow answer that must still arrive; for the linger, a
+/// whole answer whose upstream does not close).
+fn fault(rng: &mut StdRng, provider: &str) -> (&'static str, Value) {
+    let mut rule = json!({"apiKey": key(provider), "times": 1});
+    let lead = leading_metadata(provider);
+    let kind = match rng.gen_range(0..18) {
         0 => {
             rule["latencyMs"] = json!(60_000);
             "no headers"
@@ -246,6 +269,36 @@ fn fault(rng: &mut StdRng, key: &str) -> (&'static str, Value) {
             rule["status"] = json!(503);
             rule["stallAfterChunks"] = json!(1);
             "error body that never ends"
+        }
+        11 => {
+            rule["endAfterChunks"] = json!(lead + 2);
+            "clean end before the answer is whole"
+        }
+        12 => {
+            rule["garbleAfterChunks"] = json!(lead + 1);
+            "a line that is not JSON"
+        }
+        13 => {
+            rule["garbleAfterChunks"] = json!(lead + 1);
+            rule["garble"] = json!("oversize");
+            "a 2 MB line"
+        }
+        14 => {
+            rule["garbleAfterChunks"] = json!(lead + 1);
+            rule["garble"] = json!("bare-cr");
+            "bare-CR framing"
+        }
+        15 => {
+            rule["stallAfterChunks"] = json!(lead);
+            "metadata (a role chunk) then silence"
+        }
+        16 => {
+            rule["errorAfterChunks"] = json!(lead + 1);
+            "an in-band error event"
+        }
+        17 => {
+            rule["linger"] = json!(true);
+            "the terminator, then the upstream lingers"
         }
         _ => {
             rule["trickleMs"] = json!(150);
@@ -314,6 +367,10 @@ impl Tally {
                 self.error_events += 1;
                 Some(format!("error event: {body}"))
             }
+            Outcome::Truncated(body) => {
+                self.truncated += 1;
+                Some(format!("not the whole answer, yet no error: {body}"))
+            }
         };
         if let Some(b) = bad.filter(|_| self.examples.len() < 10) {
             self.examples.push(format!("{client:?} stream={stream} {}", b.chars().take(400).collect::<String>()));
@@ -326,6 +383,8 @@ enum Outcome {
     Hung(String),
     Status(u16, String),
     ErrorEvent(String),
+    /// A 2xx without an error whose text is not the whole answer.
+    Truncated(String),
 }
 
 async fn one(http: &reqwest::Client, gw: &str, client: Client, stream: bool) -> Outcome {
@@ -362,5 +421,46 @@ async fn one(http: &reqwest::Client, gw: &str, client: Client, stream: bool) -> 
     }
     let failed = stream
         && (text.contains("event: error") || text.contains("response.failed") || text.contains("data: {\"error\""));
-    if failed { Outcome::ErrorEvent(text) } else { Outcome::Ok }
+    if failed {
+        Outcome::ErrorEvent(text)
+    } else if answer_text(client, stream, &text) != fake_upstream::DEFAULT_CONTENT {
+        Outcome::Truncated(text)
+    } else {
+        Outcome::Ok
+    }
+}
+
+/// The assistant text of an answer in `client`'s protocol, JSON or SSE.
+fn answer_text(client: Client, stream: bool, body: &str) -> String {
+    let parts = |v: &Value| -> String {
+        let parts = v["candidates"][0]["content"]["parts"].as_array().cloned().unwrap_or_default();
+        parts.iter().filter_map(|p| p["text"].as_str().map(str::to_owned)).collect()
+    };
+    if !stream {
+        let v: Value = serde_json::from_str(body).unwrap_or_default();
+        return match client {
+            Client::Chat => v["choices"][0]["message"]["content"].as_str().unwrap_or_default().to_owned(),
+            Client::Messages => {
+                v["content"].as_array().into_iter().flatten().filter_map(|c| c["text"].as_str()).collect()
+            }
+            Client::Responses => v["output"][0]["content"][0]["text"].as_str().unwrap_or_default().to_owned(),
+            Client::Gemini => parts(&v),
+        };
+    }
+    let events = body
+        .split("\n\n")
+        .filter_map(|frame| frame.lines().find_map(|l| l.strip_prefix("data: ")))
+        .filter_map(|data| serde_json::from_str::<Value>(data).ok());
+    let piece = |v: &Value| -> String {
+        match client {
+            Client::Chat => v["choices"][0]["delta"]["content"].as_str().unwrap_or_default().to_owned(),
+            Client::Messages => v["delta"]["text"].as_str().unwrap_or_default().to_owned(),
+            Client::Responses if v["type"] == "response.output_text.delta" => {
+                v["delta"].as_str().unwrap_or_default().to_owned()
+            }
+            Client::Responses => String::new(),
+            Client::Gemini => parts(v),
+        }
+    };
+    events.map(|v| piece(&v)).collect()
 }

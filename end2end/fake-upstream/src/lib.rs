@@ -14,7 +14,7 @@ mod script;
 mod tool_call;
 
 pub use responses::{DEFAULT_CONTENT, MODELS};
-pub use script::Rule;
+pub use script::{Garble, LATE_EVENT, Rule};
 pub use tool_call::{CALL_ID, ToolCall};
 
 use axum::{
@@ -260,7 +260,12 @@ async fn serve(State(s): State<Arc<Shared>>, method: Method, uri: Uri, headers: 
     } else if let Some(call) = &rule.tool_call {
         (vec![Bytes::from(tool_call::json_body(kind, &model, call).to_string())], "application/json")
     } else if streaming {
-        (responses::stream_frames(kind, &model, &content, body.len()), "text/event-stream")
+        let mut frames = responses::stream_frames(kind, &model, &content, body.len());
+        if let Some(n) = rule.error_after_chunks {
+            frames.truncate(n as usize);
+            frames.push(responses::stream_error_frame(kind));
+        }
+        (frames, "text/event-stream")
     } else {
         (vec![Bytes::from(responses::json_body(kind, &model, &content, body.len()).to_string())], "application/json")
     };
@@ -269,7 +274,7 @@ async fn serve(State(s): State<Arc<Shared>>, method: Method, uri: Uri, headers: 
     for (k, v) in &rule.headers {
         response = response.header(k.as_str(), v.as_str());
     }
-    let mut body = scripted_body(frames, &rule);
+    let mut body = scripted_body(frames, &rule, streaming);
     if let Some(answering) = answering {
         body = Body::from_stream(body.into_data_stream().map(move |chunk| {
             let _counted = &answering;
@@ -280,14 +285,22 @@ async fn serve(State(s): State<Arc<Shared>>, method: Method, uri: Uri, headers: 
 }
 
 /// Turns the frames into a body that follows the rule's stall / drop /
-/// trickle instructions.
-fn scripted_body(frames: Vec<Bytes>, rule: &Rule) -> Body {
+/// trickle instructions (and, for a stream, its garbling and lingering).
+fn scripted_body(frames: Vec<Bytes>, rule: &Rule, streaming: bool) -> Body {
+    let linger = streaming && rule.linger;
     let mut frames = frames;
     if let Some(n) = rule.end_after_chunks {
         frames = split_single(frames);
         frames.truncate(n as usize);
     }
-    if rule.stall_after_chunks.is_none() && rule.drop_after_chunks.is_none() && rule.trickle_ms == 0 {
+    if let Some(n) = rule.garble_after_chunks.filter(|_| streaming) {
+        frames = rule.garble.apply(frames, n as usize);
+    }
+    if linger {
+        frames.push(Bytes::from_static(script::LATE_EVENT));
+    }
+    let quiet = rule.stall_after_chunks.is_none() && rule.drop_after_chunks.is_none() && rule.trickle_ms == 0;
+    if quiet && !linger {
         return if frames.len() == 1 {
             Body::from(frames.into_iter().next().unwrap_or_default())
         } else {
@@ -295,7 +308,8 @@ fn scripted_body(frames: Vec<Bytes>, rule: &Rule) -> Body {
         };
     }
     let frames = split_single(frames);
-    let stall = rule.stall_after_chunks.map(|n| n as usize);
+    // A lingering body stays open after its last frame.
+    let stall = rule.stall_after_chunks.map(|n| n as usize).or(linger.then_some(frames.len()));
     let drop_at = rule.drop_after_chunks.map(|n| n as usize);
     let trickle = Duration::from_millis(rule.trickle_ms);
     let stream = stream::unfold((frames.into_iter(), 0usize), move |(mut it, i)| async move {

@@ -202,6 +202,25 @@ pub fn stream_frames(kind: Kind, model: &str, content: &str, prompt_bytes: usize
     }
 }
 
+/// The error event an upstream of `kind` sends inside a stream.
+pub fn stream_error_frame(kind: Kind) -> Bytes {
+    match kind {
+        Kind::Anthropic | Kind::AnthropicCountTokens => sse(
+            Some("error"),
+            &json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+        ),
+        Kind::Responses => {
+            sse(Some("error"), &json!({"type": "error", "code": "server_error", "message": "upstream overloaded"}))
+        }
+        Kind::Gemini | Kind::GeminiModels => {
+            sse(None, &json!({"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}}))
+        }
+        Kind::OpenaiChat | Kind::Models => {
+            sse(None, &json!({"error": {"message": "upstream overloaded", "type": "server_error"}}))
+        }
+    }
+}
+
 /// The default error body for a scripted non-2xx status.
 pub fn error_body(kind: Kind, status: u16) -> Value {
     let message = format!("fake upstream error {status}");

@@ -51,6 +51,60 @@ pub struct Rule {
     /// Stream: delay between chunks, in ms.
     #[serde(default)]
     pub trickle_ms: u64,
+    /// Stream: after the last frame (the terminator), send a late event
+    /// and keep the connection open instead of ending the body.
+    /// (`garble*`, `linger` and `error_after_chunks` leave JSON answers be.)
+    #[serde(default)]
+    pub linger: bool,
+    /// Stream: from frame N on, the frames turn to garbage (see `garble`).
+    #[serde(default)]
+    pub garble_after_chunks: Option<u32>,
+    /// How the frames turn to garbage (default: a line that is not JSON).
+    #[serde(default)]
+    pub garble: Garble,
+    /// Stream: after N frames, the protocol's in-band error event ends it.
+    #[serde(default)]
+    pub error_after_chunks: Option<u32>,
+}
+
+/// Ways a stream turns to garbage.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Garble {
+    /// An event whose data is an HTML error page, then the rest.
+    #[default]
+    NotJson,
+    /// A 2 MB line without its end, then the rest.
+    Oversize,
+    /// The rest framed with bare carriage returns instead of line feeds.
+    BareCr,
+}
+
+/// The late event a lingering stream sends after its terminator.
+pub const LATE_EVENT: &[u8] = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" LATE\"}}]}\n\n";
+
+impl Garble {
+    /// `frames` with everything from frame `at` on garbled.
+    pub fn apply(self, mut frames: Vec<bytes::Bytes>, at: usize) -> Vec<bytes::Bytes> {
+        let at = at.min(frames.len());
+        match self {
+            Self::NotJson => {
+                frames.insert(at, bytes::Bytes::from_static(b"data: <html><body>502 Bad Gateway</body></html>\n\n"))
+            }
+            Self::Oversize => {
+                let mut line = b"data: ".to_vec();
+                line.resize(2 * 1024 * 1024, b'x');
+                frames.insert(at, bytes::Bytes::from(line));
+            }
+            Self::BareCr => {
+                for f in &mut frames[at..] {
+                    *f =
+                        bytes::Bytes::from(f.iter().map(|b| if *b == b'\n' { b'\r' } else { *b }).collect::<Vec<u8>>());
+                }
+            }
+        }
+        frames
+    }
 }
 
 /// What the fake knows about an incoming request, for matching.

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use super::{error::ApiError, json::StrictJson};
 use crate::{
     auth::{
-        identity::{PeerIp, session_token},
+        identity::{PeerIp, client_of, session_token},
         sessions,
     },
     services::sign_in::{SignInError, sign_in},
@@ -28,9 +28,11 @@ pub struct Login {
 pub async fn login(
     State(state): State<Arc<AppState>>,
     PeerIp(peer): PeerIp,
+    headers: HeaderMap,
     StrictJson(body): StrictJson<Login>,
 ) -> Result<Response, ApiError> {
-    let token = sign_in(&state, peer, &body.password).await.map_err(|e| match e {
+    let client = client_of(peer, &headers, state.config.trust_proxy);
+    let token = sign_in(&state, client, &body.password).await.map_err(|e| match e {
         SignInError::WrongPassword => ApiError::Body(StatusCode::UNAUTHORIZED, "Wrong password".into()),
         SignInError::Throttled(secs) => ApiError::Throttled(secs),
         SignInError::Db(e) => ApiError::from(crate::services::ServiceError::Db(e)),

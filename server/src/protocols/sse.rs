@@ -32,37 +32,53 @@ pub struct SseReader {
 impl SseReader {
     /// Feeds a chunk; returns every event it completed.
     pub fn feed(&mut self, chunk: &[u8]) -> Result<Vec<SseEvent>, EventTooLarge> {
-        self.buf.extend_from_slice(chunk);
         let mut out = Vec::new();
+        self.feed_each(chunk, |ev, _| out.push(ev))?;
+        Ok(out)
+    }
+
+    /// Feeds a chunk; hands `each` every event it completed, with how many
+    /// of the chunk's bytes it took up to that event's end (so a reader
+    /// can cut the chunk right after an event).
+    pub fn feed_each(&mut self, chunk: &[u8], mut each: impl FnMut(SseEvent, usize)) -> Result<(), EventTooLarge> {
+        // What is left of earlier chunks holds no line end: every line
+        // end found here lies in `chunk`.
+        let carried = self.buf.len();
+        self.buf.extend_from_slice(chunk);
+        let mut taken = 0;
         while let Some(end) = self.buf.iter().position(|b| *b == b'\n') {
             let line = self.buf.split_to(end + 1);
+            taken += end + 1;
             let line = line.strip_suffix(b"\n").unwrap_or(&line);
             let line = line.strip_suffix(b"\r").unwrap_or(line);
-            self.line(&String::from_utf8_lossy(line), &mut out);
+            if let Some(ev) = self.line(&String::from_utf8_lossy(line)) {
+                each(ev, taken - carried);
+            }
         }
         if self.buf.len() + self.data.iter().map(String::len).sum::<usize>() > MAX_EVENT_BYTES {
             return Err(EventTooLarge);
         }
-        Ok(out)
+        Ok(())
     }
 
     /// The end of the stream: an event without its blank line still counts.
     pub fn finish(&mut self) -> Option<SseEvent> {
         if !self.buf.is_empty() {
             let rest = std::mem::take(&mut self.buf);
-            let mut out = Vec::new();
-            self.line(&String::from_utf8_lossy(&rest), &mut out);
+            if let Some(ev) = self.line(&String::from_utf8_lossy(&rest)) {
+                return Some(ev);
+            }
         }
         self.take()
     }
 
-    fn line(&mut self, line: &str, out: &mut Vec<SseEvent>) {
+    /// Reads one line; a blank line completes the event it ends.
+    fn line(&mut self, line: &str) -> Option<SseEvent> {
         if line.is_empty() {
-            out.extend(self.take());
-            return;
+            return self.take();
         }
         if line.starts_with(':') {
-            return;
+            return None;
         }
         let (field, value) = line.split_once(':').map_or((line, ""), |(f, v)| (f, v.strip_prefix(' ').unwrap_or(v)));
         match field {
@@ -73,6 +89,7 @@ impl SseReader {
             }
             _ => {}
         }
+        None
     }
 
     fn take(&mut self) -> Option<SseEvent> {
@@ -128,6 +145,18 @@ mod tests {
         let mut r = SseReader::default();
         assert!(r.feed(b"data: [DONE]").unwrap().is_empty());
         assert_eq!(r.finish(), Some(ev(None, "[DONE]")));
+    }
+
+    #[test]
+    fn each_event_says_how_much_of_its_chunk_it_took() {
+        let mut r = SseReader::default();
+        let mut ends = Vec::new();
+        r.feed_each(b"data: a", |_, n| ends.push(n)).unwrap();
+        assert!(ends.is_empty(), "half an event takes nothing yet");
+        let rest = b"\n\n: ping\n\ndata: b\n\ndata: c";
+        r.feed_each(rest, |_, n| ends.push(n)).unwrap();
+        assert_eq!(ends, vec![2, 19], "through the blank line after `a` (carried over), then after `b`");
+        assert_eq!(&rest[..19], b"\n\n: ping\n\ndata: b\n\n");
     }
 
     #[test]

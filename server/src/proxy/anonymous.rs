@@ -1,8 +1,12 @@
 //! Anonymous `/v1` use (§P): allowed while no API key exists, or beside
 //! the keys when `requireApiKey` is off, and then only *local*:
 //!
-//! * the TCP peer is a loopback address — a gateway bound to `0.0.0.0`
-//!   does not lend the operator's provider credits to the whole network;
+//! * the client is a loopback address — a gateway bound to `0.0.0.0`
+//!   does not lend the operator's provider credits to the whole network.
+//!   Behind a reverse proxy on the same host every TCP peer is loopback,
+//!   so a request that names a forwarding hop (`X-Forwarded-For`,
+//!   `Forwarded`, `X-Real-IP`) is local only when the proxy is trusted
+//!   (`OMNIROUTE_TRUST_PROXY`) and the client it forwarded for is loopback;
 //! * a POST declares a JSON body — a web page can send `text/plain`
 //!   cross-site without a CORS preflight, `application/json` it cannot;
 //! * `Host` names the gateway by a local name (`localhost`, a loopback
@@ -13,6 +17,7 @@ use axum::http::{HeaderMap, Method, header};
 use std::net::IpAddr;
 
 use super::{errors::ProxyError, refusals::Refused};
+use crate::auth::identity::{client_of, is_forwarded};
 
 /// Why an anonymous request is not served.
 #[derive(Debug, PartialEq, Eq)]
@@ -22,17 +27,28 @@ pub enum Refusal {
     ForeignHost,
 }
 
-/// Whether an anonymous request from `peer` may be served by a gateway
-/// listening on `listen_host`.
-pub fn check(peer: Option<IpAddr>, method: &Method, headers: &HeaderMap, listen_host: &str) -> Result<(), Refusal> {
-    if !peer.is_some_and(|ip| ip.to_canonical().is_loopback()) {
+/// Where an anonymous request comes from and where it is going.
+pub struct Origin<'a> {
+    /// The TCP peer.
+    pub peer: Option<IpAddr>,
+    /// The gateway's listen host.
+    pub listen_host: &'a str,
+    /// Forwarding headers name the client (`OMNIROUTE_TRUST_PROXY`).
+    pub trust_proxy: bool,
+}
+
+/// Whether an anonymous request may be served.
+pub fn check(origin: &Origin<'_>, method: &Method, headers: &HeaderMap) -> Result<(), Refusal> {
+    let client = client_of(origin.peer, headers, origin.trust_proxy);
+    let vouched = origin.trust_proxy || !is_forwarded(headers);
+    if !(vouched && client.is_some_and(|ip| ip.to_canonical().is_loopback())) {
         return Err(Refusal::NotLoopback);
     }
     if *method == Method::POST && !crate::auth::cross_site::is_json(headers) {
         return Err(Refusal::NotJson);
     }
     let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).map(host_name);
-    if !host.is_some_and(|h| names_this_machine(h, listen_host)) {
+    if !host.is_some_and(|h| names_this_machine(h, origin.listen_host)) {
         return Err(Refusal::ForeignHost);
     }
     Ok(())
@@ -86,8 +102,12 @@ mod tests {
         pairs.iter().map(|(k, v)| (k.parse().unwrap(), v.parse().unwrap())).collect()
     }
 
+    fn origin(peer: Option<IpAddr>) -> Origin<'static> {
+        Origin { peer, listen_host: "127.0.0.1", trust_proxy: false }
+    }
+
     fn post(peer: Option<IpAddr>, pairs: &[(&str, &str)]) -> Result<(), Refusal> {
-        check(peer, &Method::POST, &headers(pairs), "127.0.0.1")
+        check(&origin(peer), &Method::POST, &headers(pairs))
     }
 
     const JSON: (&str, &str) = ("content-type", "application/json");
@@ -111,7 +131,7 @@ mod tests {
         assert_eq!(post(LOOPBACK, &[host]), Err(Refusal::NotJson));
         assert_eq!(post(LOOPBACK, &[host, ("content-type", "application/json; charset=utf-8")]), Ok(()));
         // Reading the model list has no body.
-        assert_eq!(check(LOOPBACK, &Method::GET, &headers(&[host]), "127.0.0.1"), Ok(()));
+        assert_eq!(check(&origin(LOOPBACK), &Method::GET, &headers(&[host])), Ok(()));
     }
 
     #[test]
@@ -123,7 +143,27 @@ mod tests {
             assert_eq!(post(LOOPBACK, &[JSON, ("host", host)]), Err(Refusal::ForeignHost), "{host}");
         }
         assert_eq!(post(LOOPBACK, &[JSON]), Err(Refusal::ForeignHost), "no Host at all");
-        let named = check(LOOPBACK, &Method::POST, &headers(&[JSON, ("host", "devbox:20128")]), "devbox");
+        let devbox = Origin { listen_host: "devbox", ..origin(LOOPBACK) };
+        let named = check(&devbox, &Method::POST, &headers(&[JSON, ("host", "devbox:20128")]));
         assert_eq!(named, Ok(()), "the configured listen name");
+    }
+
+    /// nginx on the same host: every peer is loopback, `Host` names
+    /// 127.0.0.1; only the forwarding headers tell who is asking.
+    #[test]
+    fn behind_a_same_host_proxy_only_a_forwarded_loopback_client_is_local() {
+        let from = |xff| [JSON, ("host", "127.0.0.1:20128"), ("x-forwarded-for", xff)];
+        let trusted = Origin { trust_proxy: true, ..origin(LOOPBACK) };
+        let ask = |o: &Origin<'_>, xff| check(o, &Method::POST, &headers(&from(xff)));
+        assert_eq!(ask(&trusted, "203.0.113.7"), Err(Refusal::NotLoopback), "an Internet client");
+        assert_eq!(ask(&trusted, "203.0.113.7, 127.0.0.1"), Ok(()), "the proxy says it forwarded for 127.0.0.1");
+        assert_eq!(ask(&trusted, "127.0.0.1, 203.0.113.7"), Err(Refusal::NotLoopback), "a client's own say");
+        assert_eq!(
+            ask(&origin(LOOPBACK), "127.0.0.1"),
+            Err(Refusal::NotLoopback),
+            "an untrusted hop vouches for nobody"
+        );
+        let real_ip = [JSON, ("host", "127.0.0.1:20128"), ("x-real-ip", "203.0.113.7")];
+        assert_eq!(check(&origin(LOOPBACK), &Method::POST, &headers(&real_ip)), Err(Refusal::NotLoopback));
     }
 }

@@ -57,7 +57,12 @@ pub async fn require_client_key(State(state): State<Arc<AppState>>, mut req: Req
         }
     }
     // Anonymous (any key an agent sends before keys exist is ignored).
-    if let Err(refusal) = anonymous::check(peer_ip(req.extensions()), req.method(), req.headers(), &state.config.host) {
+    let origin = anonymous::Origin {
+        peer: peer_ip(req.extensions()),
+        listen_host: &state.config.host,
+        trust_proxy: state.config.trust_proxy,
+    };
+    if let Err(refusal) = anonymous::check(&origin, req.method(), req.headers()) {
         return refused(refusal.into(), &req);
     }
     next.run(req).await

@@ -1,4 +1,6 @@
-//! Token usage from OpenAI-style bodies and stream chunks, for the log.
+//! Token usage from OpenAI-style bodies and stream chunks, for the log;
+//! and, in the same parse, whether a passed-through 2xx body is an answer
+//! at all (JSON, not an error object).
 
 use serde::Deserialize;
 
@@ -28,6 +30,30 @@ impl Usage {
 struct WithUsage {
     #[serde(default)]
     usage: Option<Usage>,
+}
+
+/// A passed-through 2xx body, as far as the gateway reads it.
+#[derive(Deserialize)]
+struct PassedAnswer {
+    #[serde(default)]
+    usage: Option<Usage>,
+    /// Non-null only when the "answer" is an error.
+    #[serde(default)]
+    error: Option<serde_json::Value>,
+}
+
+/// A passed-through 2xx body's usage — or why it is no answer: not JSON
+/// (empty, an HTML page, cut short) or an error object.
+pub fn read_answer(body: &[u8]) -> Result<Option<Usage>, String> {
+    let answer: PassedAnswer =
+        serde_json::from_slice(body).map_err(|e| format!("the upstream's 2xx answer is not JSON: {e}"))?;
+    match answer.error {
+        None => Ok(answer.usage),
+        Some(e) => {
+            let message = e.get("message").and_then(|m| m.as_str()).map_or_else(|| e.to_string(), str::to_owned);
+            Err(format!("the upstream answered 2xx with an error: {message}"))
+        }
+    }
 }
 
 /// The `usage` object of a JSON body, if any.
@@ -62,5 +88,17 @@ mod tests {
         let chunk = b"data: {\"choices\":[]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":1}}\n\n";
         assert_eq!(from_sse_chunk(chunk).unwrap().prompt_tokens, Some(9));
         assert_eq!(from_sse_chunk(b"data: {\"usage\":null}\n\n"), None);
+    }
+
+    #[test]
+    fn a_passed_through_answer_must_be_json_and_no_error() {
+        let ok = read_answer(br#"{"id":"r","error":null,"usage":{"prompt_tokens":3}}"#).unwrap();
+        assert_eq!(ok.and_then(|u| u.prompt_tokens), Some(3));
+        assert_eq!(read_answer(br#"{"choices":[]}"#), Ok(None));
+        for not_json in [&b""[..], b"<html>502 Bad Gateway</html>", br#"{"choices":[{"message":"#] {
+            assert!(read_answer(not_json).unwrap_err().contains("not JSON"));
+        }
+        let e = read_answer(br#"{"error":{"message":"model overloaded","code":503}}"#).unwrap_err();
+        assert!(e.ends_with("with an error: model overloaded"), "{e}");
     }
 }

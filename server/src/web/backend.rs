@@ -20,7 +20,10 @@ use app::{
 use std::sync::Arc;
 
 use crate::{
-    auth::{identity::peer_ip, sessions},
+    auth::{
+        identity::{client_of, peer_ip},
+        sessions,
+    },
     services::{
         self, ServiceError,
         sign_in::{SignInError, sign_in},
@@ -53,7 +56,8 @@ fn err(e: ServiceError) -> BackendError {
 #[async_trait::async_trait]
 impl Backend for WebBackend {
     async fn login(&self, password: &str, request: &http::request::Parts) -> BackendResult<String> {
-        match sign_in(&self.state, peer_ip(&request.extensions), password).await {
+        let client = client_of(peer_ip(&request.extensions), &request.headers, self.state.config.trust_proxy);
+        match sign_in(&self.state, client, password).await {
             Ok(token) => Ok(sessions::set_cookie(&token)),
             Err(SignInError::WrongPassword) => Err(BackendError::WrongPassword),
             Err(SignInError::Throttled(retry_after_secs)) => Err(BackendError::Throttled { retry_after_secs }),

@@ -90,6 +90,18 @@ pub fn ask(client: Client, model: &str, stream: bool) -> Value {
     }
 }
 
+/// How many frames of the fake's stream for `up` come before its first
+/// model output: metadata (a role chunk, `message_start`,
+/// `response.created`, …), which does not commit a stream.
+pub fn leading_metadata(up: &Upstream) -> u32 {
+    match up.provider {
+        "openai" => 1,
+        "anthropic" => 2,
+        "openai-responses" => 3,
+        _ => 0,
+    }
+}
+
 /// Every client protocol with the upstream that speaks it.
 pub fn same_protocol_pairs() -> [(Client, &'static Upstream); 4] {
     [

@@ -56,8 +56,16 @@ impl Gateway {
 
     /// Starts with the resilience engine on a clock the test moves.
     pub async fn start_with_clock(dir: tempfile::TempDir) -> (Self, Arc<ManualClock>) {
+        Self::start_with_clock_configured(dir, |_| {}).await
+    }
+
+    /// [`Self::start_with_clock`], with the configuration adjusted.
+    pub async fn start_with_clock_configured(
+        dir: tempfile::TempDir,
+        adjust: impl FnOnce(&mut Config),
+    ) -> (Self, Arc<ManualClock>) {
         let clock = Arc::new(ManualClock::new(1_767_225_600_000));
-        (Self::start_full(dir, |_| {}, clock.clone()).await, clock)
+        (Self::start_full(dir, adjust, clock.clone()).await, clock)
     }
 
     /// Starts listening on `bind` (`0.0.0.0:0` to be reached from another

@@ -23,7 +23,8 @@ use crate::{
 };
 
 /// A non-stream success: the whole body (within `FETCH_TIMEOUT_MS`),
-/// translated when the client speaks another protocol.
+/// translated when the client speaks another protocol. A body that is no
+/// answer (not JSON, or an error object under a 2xx) fails the attempt.
 pub(super) async fn json(state: &AppState, call: &Call<'_>, mut guard: AttemptGuard, resp: UpstreamResponse) -> Tried {
     let upstream = guard.conn.provider.protocol;
     let client = call.caller.client;
@@ -38,7 +39,11 @@ pub(super) async fn json(state: &AppState, call: &Call<'_>, mut guard: AttemptGu
         }
     };
     let body = if upstream == client {
-        if let (Some(u), Some(r)) = (usage::from_body(&body), guard.record()) {
+        let usage = match usage::read_answer(&body) {
+            Ok(usage) => usage,
+            Err(why) => return Tried::Failed(transport_failure(&mut guard, &TransportError::Network(why), None)),
+        };
+        if let (Some(u), Some(r)) = (usage, guard.record()) {
             r.prompt_tokens = u.prompt_tokens;
             r.completion_tokens = u.completion_tokens;
             r.cached_tokens = u.cached();

@@ -221,7 +221,12 @@ impl Finish for AttemptGuard {
         match end {
             StreamEnd::Complete => self.served(200),
             StreamEnd::ClientGone | StreamEnd::Shutdown => self.ended_without_verdict(&end),
-            StreamEnd::Broken(_) | StreamEnd::UpstreamError(_) | StreamEnd::Stalled(_) | StreamEnd::TooSlow => {
+            StreamEnd::Broken(_)
+            | StreamEnd::UpstreamError(_)
+            | StreamEnd::Truncated
+            | StreamEnd::Malformed(_)
+            | StreamEnd::Stalled(_)
+            | StreamEnd::TooSlow => {
                 // The client saw a 200 and then the error event.
                 if let Some(r) = self.record.as_mut() {
                     r.status = 200;

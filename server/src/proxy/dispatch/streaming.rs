@@ -25,7 +25,7 @@ use crate::{
     proxy::stream::{
         progress::Watch,
         readiness::{self, NotReady},
-        relay::{Budgets, Committed, Relay},
+        relay::{Budgets, Committed, Relay, StreamEnd},
     },
     state::AppState,
     upstream::executor::UpstreamResponse,
@@ -69,7 +69,7 @@ pub(super) async fn open(
         let t = StreamTranslator::new(upstream, client, state.clock.now_ms() / 1000);
         if resume.is_some() { t.with_transcript() } else { t }
     });
-    let committed = Committed { held: ready.held, ended: ready.ended, watch };
+    let committed = Committed { held: ready.held, ended: ready.ended, watch, whole: ready.whole };
     let watchdog = state.resilience.current().stream_recovery.throughput_watchdog.clone();
     let budgets = Budgets {
         stall: state.config.stream_idle_timeout,
@@ -111,6 +111,8 @@ fn not_ready(guard: &mut AttemptGuard, why: NotReady, state: &AppState) -> Tried
         }
         NotReady::Broken(e) => (format!("the upstream stream was interrupted: {e}"), "network_error", None),
         NotReady::Failed(e) => (format!("the upstream stream failed: {e}"), "stream_error", None),
+        NotReady::Truncated => (StreamEnd::Truncated.message(), "stream_truncated", None),
+        NotReady::Malformed(e) => (StreamEnd::Malformed(e).message(), "stream_malformed", None),
     };
     guard.failed(&Failed { status: None, headers: &NO_HEADERS, body: &message, stall: false }, Some(kind), &message);
     Tried::Failed(failure(guard, message, code))

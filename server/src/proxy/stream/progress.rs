@@ -5,6 +5,15 @@
 //! Responses reasoning items). Metadata such as `message_start`, usage-only
 //! chunks and pings keep nobody waiting less.
 //!
+//! It also tells where the answer ends ([`Ending`]): a stream is complete
+//! only when its upstream said so — the model stopped (Chat
+//! `finish_reason`, Anthropic `stop_reason`, Gemini `finishReason`) or the
+//! terminator came (Chat `[DONE]`, Anthropic `message_stop`, Responses
+//! `response.completed` / `response.incomplete`). An end of the connection
+//! before that is a cut answer, and an event that is not JSON (or too
+//! large to read) a malformed stream; neither is ever passed off as a
+//! finished answer.
+//!
 //! Events are read with borrowed, mostly-ignored fields: the relay looks
 //! at every event of every stream, so this must cost little more than the
 //! parse itself.
@@ -29,6 +38,21 @@ pub enum Progress {
     Reasoning,
     /// The upstream reports a failure inside the stream.
     Error(String),
+    /// The event is not the JSON its protocol sends.
+    Malformed(String),
+}
+
+/// Where an event leaves the answer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Ending {
+    /// The answer goes on.
+    #[default]
+    Open,
+    /// The model finished its answer; metadata (usage) may follow, then
+    /// the end.
+    Stopped,
+    /// The upstream's terminator: nothing after it belongs to the answer.
+    Terminator,
 }
 
 impl Progress {
@@ -38,14 +62,15 @@ impl Progress {
     }
 }
 
-/// The kind of `ev`, an event of an upstream speaking `protocol`.
-pub fn of(protocol: Protocol, ev: &SseEvent) -> Progress {
+/// The kind of `ev`, an event of an upstream speaking `protocol`, and
+/// whether it ends the answer.
+pub fn of(protocol: Protocol, ev: &SseEvent) -> (Progress, Ending) {
     let data = ev.data.trim();
     if data.is_empty() || ev.event.as_deref() == Some("ping") {
-        return Progress::Keepalive;
+        return (Progress::Keepalive, Ending::Open);
     }
     if data == "[DONE]" {
-        return Progress::Meta;
+        return (Progress::Meta, Ending::Terminator);
     }
     match protocol {
         Protocol::OpenaiChat => chat(data),
@@ -70,7 +95,21 @@ fn text_len(t: Option<Cow<'_, str>>) -> usize {
     t.map_or(0, |t| t.len())
 }
 
-fn chat(data: &str) -> Progress {
+/// An event its protocol's reader could not take: metadata of a shape it
+/// does not know when it is JSON at all, else a malformed event.
+fn unreadable(data: &str) -> (Progress, Ending) {
+    match serde_json::from_str::<IgnoredAny>(data) {
+        Ok(_) => (Progress::Meta, Ending::Open),
+        Err(e) => (Progress::Malformed(format!("an upstream stream event is not JSON: {e}")), Ending::Open),
+    }
+}
+
+/// `Stopped` when the model said why it stopped.
+fn stopped_if(stop: bool) -> Ending {
+    if stop { Ending::Stopped } else { Ending::Open }
+}
+
+fn chat(data: &str) -> (Progress, Ending) {
     #[derive(Deserialize)]
     struct Chunk<'a> {
         #[serde(borrow, default)]
@@ -82,6 +121,8 @@ fn chat(data: &str) -> Progress {
     struct Choice<'a> {
         #[serde(borrow, default)]
         delta: Option<Delta<'a>>,
+        #[serde(borrow, default)]
+        finish_reason: Option<Cow<'a, str>>,
     }
     #[derive(Deserialize)]
     struct Delta<'a> {
@@ -94,15 +135,16 @@ fn chat(data: &str) -> Progress {
         #[serde(borrow, default)]
         reasoning: Option<Cow<'a, str>>,
     }
-    let Ok(chunk) = serde_json::from_str::<Chunk<'_>>(data) else { return Progress::Meta };
+    let Ok(chunk) = serde_json::from_str::<Chunk<'_>>(data) else { return unreadable(data) };
     if let Some(e) = error_text(chunk.error) {
-        return Progress::Error(e);
+        return (Progress::Error(e), Ending::Open);
     }
+    let ending = stopped_if(chunk.choices.iter().any(|c| c.finish_reason.is_some()));
     let mut out = Progress::Meta;
     for d in chunk.choices.into_iter().filter_map(|c| c.delta) {
         let text = text_len(d.content);
         if text > 0 {
-            return Progress::Output(text);
+            return (Progress::Output(text), ending);
         }
         if d.tool_calls.is_some() {
             out = Progress::ToolCall;
@@ -110,10 +152,10 @@ fn chat(data: &str) -> Progress {
             out = Progress::Reasoning;
         }
     }
-    out
+    (out, ending)
 }
 
-fn anthropic(data: &str) -> Progress {
+fn anthropic(data: &str) -> (Progress, Ending) {
     #[derive(Deserialize)]
     struct Event<'a> {
         #[serde(borrow, rename = "type")]
@@ -131,14 +173,20 @@ fn anthropic(data: &str) -> Progress {
         kind: Option<Cow<'a, str>>,
         #[serde(borrow, default)]
         text: Option<Cow<'a, str>>,
+        #[serde(borrow, default)]
+        stop_reason: Option<Cow<'a, str>>,
     }
     #[derive(Deserialize)]
     struct Block<'a> {
         #[serde(borrow, rename = "type")]
         kind: Cow<'a, str>,
     }
-    let Ok(ev) = serde_json::from_str::<Event<'_>>(data) else { return Progress::Meta };
-    match ev.kind.as_ref() {
+    let Ok(ev) = serde_json::from_str::<Event<'_>>(data) else { return unreadable(data) };
+    let progress = match ev.kind.as_ref() {
+        "message_stop" => return (Progress::Meta, Ending::Terminator),
+        "message_delta" => {
+            return (Progress::Meta, stopped_if(ev.delta.is_some_and(|d| d.stop_reason.is_some())));
+        }
         "error" => Progress::Error(error_text(ev.error).unwrap_or_default()),
         "content_block_start" => match ev.content_block.as_ref().map(|b| b.kind.as_ref()) {
             Some("tool_use" | "server_tool_use") => Progress::ToolCall,
@@ -146,7 +194,7 @@ fn anthropic(data: &str) -> Progress {
             _ => Progress::Meta,
         },
         "content_block_delta" => {
-            let Some(d) = ev.delta else { return Progress::Meta };
+            let Some(d) = ev.delta else { return (Progress::Meta, Ending::Open) };
             match d.kind.as_deref() {
                 Some("text_delta") => match text_len(d.text) {
                     0 => Progress::Meta,
@@ -158,10 +206,11 @@ fn anthropic(data: &str) -> Progress {
             }
         }
         _ => Progress::Meta,
-    }
+    };
+    (progress, Ending::Open)
 }
 
-fn responses(data: &str) -> Progress {
+fn responses(data: &str) -> (Progress, Ending) {
     #[derive(Deserialize)]
     struct Event<'a> {
         #[serde(borrow, rename = "type", default)]
@@ -185,9 +234,10 @@ fn responses(data: &str) -> Progress {
         #[serde(borrow, default)]
         error: Option<ErrorField<'a>>,
     }
-    let Ok(ev) = serde_json::from_str::<Event<'_>>(data) else { return Progress::Meta };
+    let Ok(ev) = serde_json::from_str::<Event<'_>>(data) else { return unreadable(data) };
     let kind = ev.kind.as_ref();
-    match kind {
+    let progress = match kind {
+        "response.completed" | "response.incomplete" => return (Progress::Meta, Ending::Terminator),
         "error" => Progress::Error(error_text(ev.error).unwrap_or_default()),
         "response.failed" => Progress::Error(error_text(ev.response.and_then(|r| r.error)).unwrap_or_default()),
         "response.output_text.delta" | "response.refusal.delta" => match text_len(ev.delta) {
@@ -202,10 +252,11 @@ fn responses(data: &str) -> Progress {
         },
         k if k.starts_with("response.reasoning") => Progress::Reasoning,
         _ => Progress::Meta,
-    }
+    };
+    (progress, Ending::Open)
 }
 
-fn gemini(data: &str) -> Progress {
+fn gemini(data: &str) -> (Progress, Ending) {
     #[derive(Deserialize)]
     struct Chunk<'a> {
         #[serde(borrow, default)]
@@ -214,9 +265,12 @@ fn gemini(data: &str) -> Progress {
         error: Option<ErrorField<'a>>,
     }
     #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
     struct Candidate<'a> {
         #[serde(borrow, default)]
         content: Option<Content<'a>>,
+        #[serde(borrow, default)]
+        finish_reason: Option<Cow<'a, str>>,
     }
     #[derive(Deserialize)]
     struct Content<'a> {
@@ -233,28 +287,30 @@ fn gemini(data: &str) -> Progress {
         #[serde(default)]
         function_call: Option<IgnoredAny>,
     }
-    let Ok(chunk) = serde_json::from_str::<Chunk<'_>>(data) else { return Progress::Meta };
+    let Ok(chunk) = serde_json::from_str::<Chunk<'_>>(data) else { return unreadable(data) };
     if let Some(e) = error_text(chunk.error) {
-        return Progress::Error(e);
+        return (Progress::Error(e), Ending::Open);
     }
+    let ending = stopped_if(chunk.candidates.iter().any(|c| c.finish_reason.is_some()));
     let mut out = Progress::Meta;
     for part in chunk.candidates.into_iter().filter_map(|c| c.content).flat_map(|c| c.parts) {
         if part.function_call.is_some() {
-            return Progress::ToolCall;
+            return (Progress::ToolCall, ending);
         }
         match (part.thought, text_len(part.text)) {
             (true, _) => out = Progress::Reasoning,
             (false, 0) => {}
-            (false, n) => return Progress::Output(n),
+            (false, n) => return (Progress::Output(n), ending),
         }
     }
-    out
+    (out, ending)
 }
 
 /// What a chunk of the upstream stream held, for the watchdogs.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Seen {
-    /// An event other than a keepalive (the readiness gate opens).
+    /// A useful event: model output, the answer's end or an error (the
+    /// readiness gate opens; metadata, empty deltas and pings do not).
     pub ready: bool,
     /// Model output (the stall budget restarts).
     pub output: bool,
@@ -263,56 +319,108 @@ pub struct Seen {
     /// The chunk's last output was a tool call or reasoning (`Some(true)`)
     /// or text (`Some(false)`).
     pub protected: Option<bool>,
-    /// The upstream reported a failure (or sent an event too large to read).
+    /// The upstream reported a failure.
     pub error: Option<String>,
+    /// An event was not JSON, or too large to read.
+    pub malformed: Option<String>,
+    /// The upstream's terminator came: the chunk's bytes through it (the
+    /// rest is not the answer's).
+    pub end_at: Option<usize>,
+    /// The chunk's bytes through the end of its last complete event.
+    pub events_end: Option<usize>,
+}
+
+impl Seen {
+    /// How much of the chunk may go to the client: whole events, up to the
+    /// terminator.
+    pub fn through(&self) -> Option<usize> {
+        self.end_at.or(self.events_end)
+    }
+}
+
+/// How far the answer got.
+#[derive(Default)]
+struct Answer {
+    stopped: bool,
+    ended: bool,
+}
+
+impl Answer {
+    /// Notes one event (`taken`: the chunk's bytes through it) in `seen`.
+    fn note(&mut self, protocol: Protocol, ev: &SseEvent, taken: usize, seen: &mut Seen) {
+        if self.ended {
+            return;
+        }
+        let (progress, ending) = of(protocol, ev);
+        match ending {
+            Ending::Open => {}
+            Ending::Stopped => self.stopped = true,
+            Ending::Terminator => {
+                self.ended = true;
+                seen.end_at = Some(taken);
+            }
+        }
+        seen.ready |= ending != Ending::Open;
+        match progress {
+            Progress::Keepalive | Progress::Meta => {}
+            Progress::Error(e) => {
+                seen.ready = true;
+                seen.error.get_or_insert(e);
+            }
+            Progress::Malformed(e) => {
+                seen.malformed.get_or_insert(e);
+            }
+            p => {
+                seen.ready = true;
+                seen.output = true;
+                seen.protected = Some(!matches!(p, Progress::Output(_)));
+                if let Progress::Output(n) = p {
+                    seen.useful_bytes += n;
+                }
+            }
+        }
+    }
 }
 
 /// Reads an upstream byte stream as events, across chunk boundaries, and
-/// tells what each chunk held.
+/// tells what each chunk held and whether the answer is complete.
 pub struct Watch {
     protocol: Protocol,
     sse: SseReader,
+    answer: Answer,
 }
 
 impl Watch {
     pub fn new(upstream: Protocol) -> Self {
-        Self { protocol: upstream, sse: SseReader::default() }
+        Self { protocol: upstream, sse: SseReader::default(), answer: Answer::default() }
     }
 
     pub fn feed(&mut self, chunk: &[u8]) -> Seen {
-        match self.sse.feed(chunk) {
-            Ok(events) => self.seen(events),
-            Err(e) => Seen { error: Some(e.to_string()), ..Seen::default() },
+        let mut seen = Seen::default();
+        let (protocol, answer) = (self.protocol, &mut self.answer);
+        let fed = self.sse.feed_each(chunk, |ev, taken| {
+            seen.events_end = Some(taken);
+            answer.note(protocol, &ev, taken, &mut seen);
+        });
+        if let Err(e) = fed {
+            seen.malformed.get_or_insert(e.to_string());
         }
+        seen
     }
 
     /// The end of the stream: an event without its blank line still counts.
     pub fn finish(&mut self) -> Seen {
-        let last = self.sse.finish();
-        self.seen(last)
-    }
-
-    fn seen(&self, events: impl IntoIterator<Item = SseEvent>) -> Seen {
         let mut seen = Seen::default();
-        for ev in events {
-            match of(self.protocol, &ev) {
-                Progress::Keepalive => {}
-                Progress::Meta => seen.ready = true,
-                Progress::Error(e) => {
-                    seen.ready = true;
-                    seen.error.get_or_insert(e);
-                }
-                p => {
-                    seen.ready = true;
-                    seen.output = true;
-                    seen.protected = Some(!matches!(p, Progress::Output(_)));
-                    if let Progress::Output(n) = p {
-                        seen.useful_bytes += n;
-                    }
-                }
-            }
+        if let Some(last) = self.sse.finish() {
+            self.answer.note(self.protocol, &last, 0, &mut seen);
         }
         seen
+    }
+
+    /// Whether the upstream said the answer is whole (the model stopped,
+    /// or the terminator came).
+    pub fn is_complete(&self) -> bool {
+        self.answer.stopped || self.answer.ended
     }
 }
 
@@ -326,7 +434,7 @@ mod tests {
 
     #[test]
     fn chat_chunks() {
-        let p = |d| of(Protocol::OpenaiChat, &ev(None, d));
+        let p = |d| of(Protocol::OpenaiChat, &ev(None, d)).0;
         assert_eq!(p(r#"{"choices":[{"delta":{"role":"assistant"}}]}"#), Progress::Meta);
         assert_eq!(p(r#"{"choices":[{"delta":{"content":"héllo"}}]}"#), Progress::Output(6));
         assert_eq!(p(r#"{"choices":[{"delta":{"content":""}}]}"#), Progress::Meta);
@@ -340,7 +448,7 @@ mod tests {
 
     #[test]
     fn anthropic_events() {
-        let p = |e, d| of(Protocol::Anthropic, &ev(Some(e), d));
+        let p = |e, d| of(Protocol::Anthropic, &ev(Some(e), d)).0;
         assert_eq!(p("ping", r#"{"type":"ping"}"#), Progress::Keepalive);
         assert_eq!(p("message_start", r#"{"type":"message_start","message":{}}"#), Progress::Meta);
         let text = r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}"#;
@@ -355,14 +463,14 @@ mod tests {
 
     #[test]
     fn responses_and_gemini_events() {
-        let r = |d| of(Protocol::Responses, &ev(None, d));
+        let r = |d| of(Protocol::Responses, &ev(None, d)).0;
         assert_eq!(r(r#"{"type":"response.created","response":{}}"#), Progress::Meta);
         assert_eq!(r(r#"{"type":"response.output_text.delta","delta":"abc"}"#), Progress::Output(3));
         assert_eq!(r(r#"{"type":"response.reasoning_summary_text.delta","delta":""}"#), Progress::Reasoning);
         assert_eq!(r(r#"{"type":"response.output_item.added","item":{"type":"reasoning"}}"#), Progress::Reasoning);
         let failed = r#"{"type":"response.failed","response":{"error":{"message":"boom"}}}"#;
         assert_eq!(r(failed), Progress::Error("boom".into()));
-        let g = |d| of(Protocol::Gemini, &ev(None, d));
+        let g = |d| of(Protocol::Gemini, &ev(None, d)).0;
         assert_eq!(g(r#"{"candidates":[{"content":{"parts":[{"text":"yo"}]}}]}"#), Progress::Output(2));
         assert_eq!(g(r#"{"candidates":[{"content":{"parts":[{"text":"x","thought":true}]}}]}"#), Progress::Reasoning);
         assert_eq!(g(r#"{"usageMetadata":{"promptTokenCount":1}}"#), Progress::Meta);
@@ -371,12 +479,84 @@ mod tests {
     #[test]
     fn a_watch_reads_events_across_chunks() {
         let mut w = Watch::new(Protocol::Anthropic);
-        assert_eq!(w.feed(b"event: ping\ndata: {\"type\":\"ping\"}\n\n"), Seen::default());
+        let ping = b"event: ping\ndata: {\"type\":\"ping\"}\n\n";
+        assert_eq!(w.feed(ping), Seen { events_end: Some(ping.len()), ..Seen::default() });
         let delta = b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"abcd\"}}\n\n";
         let (a, b) = delta.split_at(30);
         assert_eq!(w.feed(a), Seen::default(), "half an event is nothing yet");
-        assert_eq!(w.feed(b), Seen { ready: true, output: true, useful_bytes: 4, protected: Some(false), error: None });
+        let text = Seen {
+            ready: true,
+            output: true,
+            useful_bytes: 4,
+            protected: Some(false),
+            events_end: Some(b.len()),
+            ..Seen::default()
+        };
+        assert_eq!(w.feed(b), text);
         assert!(!w.feed(b"data: {\"type\":\"message_stop\"}").ready);
-        assert_eq!(w.finish(), Seen { ready: true, ..Seen::default() }, "the unterminated last event counts");
+        assert!(!w.is_complete());
+        let stop = Seen { ready: true, end_at: Some(0), ..Seen::default() };
+        assert_eq!(w.finish(), stop, "the unterminated last event counts");
+        assert!(w.is_complete());
+    }
+
+    #[test]
+    fn each_protocol_says_where_its_answer_ends() {
+        let end = |p, e: Option<&str>, d: &str| of(p, &ev(e, d)).1;
+        use Ending::*;
+        use Protocol::*;
+        assert_eq!(end(OpenaiChat, None, r#"{"choices":[{"delta":{"content":"a"},"finish_reason":null}]}"#), Open);
+        assert_eq!(end(OpenaiChat, None, r#"{"choices":[{"delta":{},"finish_reason":"stop"}]}"#), Stopped);
+        assert_eq!(end(OpenaiChat, None, "[DONE]"), Terminator);
+        assert_eq!(
+            end(Anthropic, Some("message_delta"), r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"}}"#),
+            Stopped
+        );
+        assert_eq!(end(Anthropic, Some("message_stop"), r#"{"type":"message_stop"}"#), Terminator);
+        assert_eq!(end(Anthropic, Some("content_block_stop"), r#"{"type":"content_block_stop","index":0}"#), Open);
+        assert_eq!(end(Responses, None, r#"{"type":"response.completed","response":{}}"#), Terminator);
+        assert_eq!(end(Responses, None, r#"{"type":"response.incomplete","response":{}}"#), Terminator);
+        assert_eq!(end(Responses, None, r#"{"type":"response.output_text.done","text":"a"}"#), Open);
+        let last = r#"{"candidates":[{"content":{"parts":[{"text":"x"}]},"finishReason":"STOP"}]}"#;
+        assert_eq!(of(Gemini, &ev(None, last)), (Progress::Output(1), Stopped), "text and the stop together");
+    }
+
+    #[test]
+    fn an_event_that_is_not_json_is_malformed_and_unknown_json_is_metadata() {
+        for p in [Protocol::OpenaiChat, Protocol::Anthropic, Protocol::Responses, Protocol::Gemini] {
+            assert!(matches!(of(p, &ev(None, "{\"choices\": [tru")).0, Progress::Malformed(_)), "{p:?}");
+            assert_eq!(of(p, &ev(None, "[1, 2]")).0, Progress::Meta, "{p:?}");
+        }
+    }
+
+    #[test]
+    fn role_chunks_and_metadata_do_not_make_a_stream_ready() {
+        let mut w = Watch::new(Protocol::OpenaiChat);
+        let role = b"data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n";
+        assert!(!w.feed(role).ready, "a role chunk is not an answer");
+        let mut w = Watch::new(Protocol::Anthropic);
+        let start = b"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{}}\n\n";
+        assert!(!w.feed(start).ready);
+        let mut w = Watch::new(Protocol::Responses);
+        assert!(!w.feed(b"data: {\"type\":\"response.created\",\"response\":{}}\n\n").ready);
+    }
+
+    #[test]
+    fn the_terminator_says_where_the_answer_stops_and_what_follows_is_ignored() {
+        let mut w = Watch::new(Protocol::OpenaiChat);
+        let chunk = b"data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"late\"}}]}\n\n";
+        let seen = w.feed(chunk);
+        let through = chunk.len() - "data: {\"choices\":[{\"delta\":{\"content\":\"late\"}}]}\n\n".len();
+        assert_eq!(seen.end_at, Some(through));
+        assert!(!seen.output, "the text after the terminator is not the answer's");
+        assert!(w.is_complete());
+        assert!(!w.feed(b"data: garbage\n\n").ready, "nor is anything later");
+    }
+
+    #[test]
+    fn an_oversize_event_is_malformed() {
+        let mut w = Watch::new(Protocol::OpenaiChat);
+        let big = vec![b'x'; crate::protocols::sse::MAX_EVENT_BYTES + 1];
+        assert!(w.feed(&big).malformed.is_some());
     }
 }

@@ -14,6 +14,16 @@
 //! frames every heartbeat period (they do not count as output). With the
 //! throughput watchdog on, a stream whose useful output stays below its
 //! rate is aborted too (`resilience::throughput`).
+//!
+//! The stream is complete only when its upstream said so (see
+//! `progress`): a close before that, or an event that is not JSON, ends
+//! the client's stream with its error event and is recorded as
+//! `stream_truncated` / `stream_malformed` — a cut answer is never given
+//! the normal terminator. The upstream's terminator ends the client's
+//! stream at once: the upstream body is let go (its connection closed, or
+//! pooled when it was read whole), what it sent after is dropped. Once the
+//! model has stopped, a stall, a break or garbage ends the stream as the
+//! complete answer it already is.
 
 use app::types::{Protocol, settings::ThroughputWatchdogSettings};
 use bytes::Bytes;
@@ -29,6 +39,7 @@ use tokio::time::{Instant, Sleep};
 use super::{
     frames::{self, error_event},
     progress::{Seen, Watch},
+    whole::WholeEvents,
 };
 use crate::{
     protocols::{ir, translate::StreamTranslator},
@@ -44,6 +55,10 @@ pub enum StreamEnd {
     Broken(String),
     /// The upstream reported an error inside the stream.
     UpstreamError(String),
+    /// The upstream closed before its answer was whole.
+    Truncated,
+    /// An upstream event was not JSON, or too large to read.
+    Malformed(String),
     /// No model output within the stall budget.
     Stalled(Duration),
     /// Useful output below the throughput watchdog's rate
@@ -61,6 +76,8 @@ impl StreamEnd {
         match self {
             Self::Complete => None,
             Self::Broken(_) | Self::UpstreamError(_) => Some("stream_interrupted"),
+            Self::Truncated => Some("stream_truncated"),
+            Self::Malformed(_) => Some("stream_malformed"),
             Self::Stalled(_) => Some("stream_stalled"),
             Self::TooSlow => Some("stream_throughput_too_low"),
             Self::ClientGone => Some("client_disconnected"),
@@ -73,6 +90,8 @@ impl StreamEnd {
             Self::Complete => String::new(),
             Self::Broken(e) => format!("the upstream stream was interrupted: {e}"),
             Self::UpstreamError(e) => format!("the upstream stream failed: {e}"),
+            Self::Truncated => "the upstream stream ended before its answer was complete".to_owned(),
+            Self::Malformed(e) => format!("the upstream stream turned unreadable: {e}"),
             Self::Stalled(d) => format!("the upstream stream stalled: no model output for {} s", d.as_secs()),
             Self::TooSlow => {
                 "STREAM_THROUGHPUT_TOO_LOW: the upstream stream's useful output is below the minimum rate".to_owned()
@@ -188,6 +207,8 @@ pub struct Committed {
     pub ended: bool,
     /// The reader that watched them, to go on where it stopped.
     pub watch: Watch,
+    /// The event still arriving after them.
+    pub whole: WholeEvents,
 }
 
 /// An upstream body as the relay reads it (errors as their text).
@@ -198,6 +219,8 @@ pub struct Relay<F: Finish> {
     held: VecDeque<Bytes>,
     upstream_ended: bool,
     watch: Watch,
+    /// Whole events only go to the client.
+    whole: WholeEvents,
     /// Fires `stall` after the last model output.
     stall: Idle,
     /// Fires one heartbeat period after the last frame the client got.
@@ -238,6 +261,7 @@ impl<F: Finish> Relay<F> {
             held: committed.held.into(),
             upstream_ended: committed.ended,
             watch: committed.watch,
+            whole: committed.whole,
             stall: Idle::new(budgets.stall),
             heartbeat: Idle::new(budgets.heartbeat),
             throughput: budgets.throughput.map(|cfg| {
@@ -320,27 +344,64 @@ impl<F: Finish> Relay<F> {
         if clean == text { out } else { Bytes::from(clean) }
     }
 
-    /// The upstream closed: the translator's closing frames, if any.
+    /// The upstream went wrong after commit (`end`): the complete answer
+    /// when the model had already stopped, else the failure.
+    fn failing(&mut self, end: StreamEnd) -> Next {
+        if self.watch.is_complete() {
+            self.let_go();
+            return self.complete();
+        }
+        self.fail(end)
+    }
+
+    /// Lets the upstream body go: the answer needs nothing more of it.
+    fn let_go(&mut self) {
+        self.upstream_ended = true;
+        self.upstream = Box::pin(futures_util::stream::empty());
+    }
+
+    /// The upstream closed (or its terminator came): the translator's
+    /// closing frames — or the error event when the answer is not whole.
     fn complete(&mut self) -> Next {
-        if let Some(e) = self.watch.finish().error {
+        let last = self.watch.finish();
+        if let Some(e) = last.error {
             self.upstream_error.get_or_insert(e);
         }
-        // A translated stream whose upstream sent an error event ends with
-        // the client's error event, not a normal close (passed through, the
-        // upstream's own event already went out).
-        if self.translator.is_some()
-            && let Some(e) = self.upstream_error.take()
-        {
+        if let Some(e) = self.upstream_error.take() {
+            // Passed through, the upstream's own error event already went
+            // out; translated, the client gets its protocol's.
+            if self.translator.is_none() {
+                self.end(StreamEnd::UpstreamError(e));
+                return Next::End(None);
+            }
             return self.fail(StreamEnd::UpstreamError(e));
         }
-        let tail = match self.translator.as_mut().map(StreamTranslator::finish) {
-            None => None,
-            Some(Ok(tail)) => Some(tail),
-            Some(Err(e)) => return self.fail(StreamEnd::UpstreamError(e.0)),
+        if !self.watch.is_complete() {
+            return self.fail(last.malformed.map_or(StreamEnd::Truncated, StreamEnd::Malformed));
+        }
+        // The last event, even unterminated, then the translator's end.
+        let last = self.whole.last();
+        let tail = match self.translator.as_mut() {
+            None => Ok(last),
+            Some(t) => t.chunk(&last).and_then(|out| Ok([out, t.finish()?].concat().into())),
         };
-        let end = self.upstream_error.take().map_or(StreamEnd::Complete, StreamEnd::UpstreamError);
-        self.end(end);
-        Next::End(tail.filter(|t| !t.is_empty()))
+        let tail: Bytes = match tail {
+            Ok(tail) => tail,
+            Err(e) => return self.fail(StreamEnd::UpstreamError(e.0)),
+        };
+        self.end(StreamEnd::Complete);
+        Next::End((!tail.is_empty()).then_some(tail))
+    }
+
+    /// Whether everything of a whole answer has been relayed: nothing is
+    /// held, the upstream is done and said the answer is complete.
+    fn answer_is_over(&self) -> bool {
+        self.upstream_ended
+            && self.held.is_empty()
+            && self.upstream_error.is_none()
+            && self.resuming.is_none()
+            && !self.closed
+            && self.watch.is_complete()
     }
 
     /// The next upstream chunk (watched), a keepalive, or the end.
@@ -360,13 +421,13 @@ impl<F: Finish> Relay<F> {
                     return Poll::Ready(self.fail(StreamEnd::Shutdown));
                 }
                 if !self.continued && self.stall.poll_expired(cx) {
-                    return Poll::Ready(self.fail(StreamEnd::Stalled(self.stall.budget)));
+                    return Poll::Ready(self.failing(StreamEnd::Stalled(self.stall.budget)));
                 }
                 if let Some(t) = self.throughput.as_mut()
                     && t.check.as_mut().poll(cx).is_ready()
                     && t.judge(None)
                 {
-                    return Poll::Ready(self.fail(StreamEnd::TooSlow));
+                    return Poll::Ready(self.failing(StreamEnd::TooSlow));
                 }
                 if self.heartbeat.poll_expired(cx) {
                     self.heartbeat.touch(Instant::now());
@@ -374,8 +435,16 @@ impl<F: Finish> Relay<F> {
                 }
                 Poll::Pending
             }
-            Poll::Ready(Some(Ok(chunk))) => {
+            Poll::Ready(Some(Ok(mut chunk))) => {
                 let seen = self.watch.feed(&chunk);
+                if let Some(m) = seen.malformed {
+                    return Poll::Ready(self.failing(StreamEnd::Malformed(m)));
+                }
+                if let Some(n) = seen.end_at {
+                    chunk.truncate(n);
+                    self.let_go();
+                }
+                let chunk = self.whole.cut(chunk, seen.through());
                 if seen.output {
                     self.stall.touch(Instant::now());
                 }
@@ -388,7 +457,7 @@ impl<F: Finish> Relay<F> {
                 }
                 Poll::Ready(Next::Upstream(chunk))
             }
-            Poll::Ready(Some(Err(e))) => Poll::Ready(self.fail(StreamEnd::Broken(e))),
+            Poll::Ready(Some(Err(e))) => Poll::Ready(self.failing(StreamEnd::Broken(e))),
             Poll::Ready(None) => Poll::Ready(self.complete()),
         }
     }
@@ -427,11 +496,24 @@ impl<F: Finish> Stream for Relay<F> {
                     _ => continue,
                 },
             };
-            let out = if std::mem::take(&mut this.error_chunk) { this.redacted(out) } else { out };
-            if !out.is_empty() {
-                if let Some(a) = this.attempt.as_mut() {
-                    a.relayed(&out);
+            let mut out = if std::mem::take(&mut this.error_chunk) { this.redacted(out) } else { out };
+            if !out.is_empty()
+                && let Some(a) = this.attempt.as_mut()
+            {
+                a.relayed(&out);
+            }
+            // The answer's end came with this chunk: the attempt finishes
+            // now, with the client's closing frames — a client may hang up
+            // as soon as it reads its last event.
+            if this.answer_is_over()
+                && let Next::End(tail) = this.complete()
+            {
+                this.closed = true;
+                if let Some(tail) = tail {
+                    out = [out, tail].concat().into();
                 }
+            }
+            if !out.is_empty() {
                 this.heartbeat.touch(Instant::now());
                 return Poll::Ready(Some(Ok(out)));
             }

@@ -1,6 +1,6 @@
 //! Mid-stream recovery (SPEC §R6, `STREAM_RECOVERY_MIDSTREAM_ENABLED`):
-//! a committed stream whose attempt fails — broken, stalled, too slow, an
-//! error event — is not ended when a continuation can join it. The relay
+//! a committed stream whose attempt fails — broken, cut, garbled, stalled,
+//! too slow, an error event — is not ended when a continuation can join it. The relay
 //! hands the text the client already has to its [`Resume`], which sends
 //! the request again (to a target that continues an assistant prefix, not
 //! the connection that failed) and resolves to the continuation's stream
@@ -17,7 +17,7 @@ use std::task::{Context, Poll};
 use tokio::time::Instant;
 
 use super::{Finish, Next, Relay, StreamEnd, Upstream};
-use crate::proxy::stream::progress::Watch;
+use crate::proxy::stream::{progress::Watch, whole::WholeEvents};
 
 /// The continuation's stream, or why there is none.
 pub type Continuation = BoxFuture<'static, Result<Upstream, String>>;
@@ -41,7 +41,12 @@ impl<F: Finish> Relay<F> {
     pub(super) fn continuation(&mut self, end: &StreamEnd) -> Option<Continuation> {
         let failed = matches!(
             end,
-            StreamEnd::Broken(_) | StreamEnd::UpstreamError(_) | StreamEnd::Stalled(_) | StreamEnd::TooSlow
+            StreamEnd::Broken(_)
+                | StreamEnd::UpstreamError(_)
+                | StreamEnd::Truncated
+                | StreamEnd::Malformed(_)
+                | StreamEnd::Stalled(_)
+                | StreamEnd::TooSlow
         );
         if !failed || self.resume.is_none() {
             return None;
@@ -85,6 +90,7 @@ impl<F: Finish> Relay<F> {
         self.upstream_ended = false;
         self.upstream_error = None;
         self.watch = Watch::new(self.client);
+        self.whole = WholeEvents::default();
         self.continued = true;
         self.throughput = None;
         if let Some(t) = self.translator.as_mut() {

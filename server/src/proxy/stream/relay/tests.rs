@@ -32,7 +32,8 @@ fn relay(
     let (tx, rx) = mpsc::unbounded_channel();
     let body = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|i| (i, rx)) }).boxed();
     let ends = Ends::default();
-    let committed = Committed { held: vec![], ended: false, watch: Watch::new(upstream) };
+    let committed =
+        Committed { held: vec![], ended: false, watch: Watch::new(upstream), whole: WholeEvents::default() };
     let translator = (client != upstream).then(|| StreamTranslator::new(upstream, client, 0));
     (tx, Relay::new(body, committed, BUDGETS, client, translator, Recorder(ends.clone())), ends)
 }
@@ -128,8 +129,11 @@ async fn each_ending_is_reported_exactly_once() {
 #[tokio::test(start_paused = true)]
 async fn held_chunks_go_first_and_an_ended_upstream_completes() {
     let ends = Ends::default();
-    let held = vec![Bytes::from("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n")];
-    let committed = Committed { held: held.clone(), ended: true, watch: Watch::new(Protocol::OpenaiChat) };
+    let held = vec![Bytes::from("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: [DONE]\n\n")];
+    // The readiness gate's watch has read them.
+    let mut watch = Watch::new(Protocol::OpenaiChat);
+    watch.feed(&held[0]);
+    let committed = Committed { held: held.clone(), ended: true, watch, whole: WholeEvents::default() };
     let never = futures_util::stream::pending().boxed();
     let mut r = Relay::new(never, committed, BUDGETS, Protocol::OpenaiChat, None, Recorder(ends.clone()));
     assert_eq!(r.next().await.unwrap().unwrap(), held[0]);
@@ -172,7 +176,12 @@ async fn the_throughput_watchdog_aborts_a_trickle_and_spares_a_healthy_stream() 
         let (tx, rx) = mpsc::unbounded_channel::<Result<Bytes, String>>();
         let body = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|i| (i, rx)) }).boxed();
         let ends = Ends::default();
-        let committed = Committed { held: vec![], ended: false, watch: Watch::new(Protocol::Anthropic) };
+        let committed = Committed {
+            held: vec![],
+            ended: false,
+            watch: Watch::new(Protocol::Anthropic),
+            whole: WholeEvents::default(),
+        };
         (tx, Relay::new(body, committed, budgets.clone(), Protocol::Anthropic, None, Recorder(ends.clone())), ends)
     };
     // "x" at 0, then silence: judged at 3000 ms, aborted.
@@ -193,8 +202,82 @@ async fn the_throughput_watchdog_aborts_a_trickle_and_spares_a_healthy_stream() 
         assert!(r.next().await.is_some());
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
-    drop(tx);
+    tx.send(Ok(sse::frame(Some("message_stop"), r#"{"type":"message_stop"}"#))).unwrap();
     while r.next().await.is_some() {}
     drop(r);
     assert_eq!(*ends.lock(), vec![StreamEnd::Complete]);
+}
+
+const TEXT: &str = "data: {\"choices\":[{\"delta\":{\"content\":\"the quick\"}}]}\n\n";
+const STOPPED: &str = "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n";
+
+async fn all_of(r: Relay<Recorder>) -> String {
+    r.map(|c| String::from_utf8_lossy(&c.unwrap()).into_owned()).collect::<Vec<_>>().await.concat()
+}
+
+/// A clean end before the upstream said the answer is whole: every client
+/// protocol gets its error event, never its normal end.
+#[tokio::test(start_paused = true)]
+async fn a_stream_that_ends_before_its_answer_is_whole_ends_with_the_error_event() {
+    let normal_ends = ["message_stop", "response.completed", "finishReason", "[DONE]"];
+    for client in [Protocol::OpenaiChat, Protocol::Anthropic, Protocol::Responses, Protocol::Gemini] {
+        let (tx, r, ends) = relay(client, Protocol::OpenaiChat);
+        tx.send(Ok(Bytes::from(TEXT))).unwrap();
+        drop(tx);
+        let text = all_of(r).await;
+        assert!(text.contains("ended before its answer was complete"), "{client:?}: {text}");
+        for normal in normal_ends {
+            assert!(!text.contains(normal), "{client:?} got {normal}: {text}");
+        }
+        assert_eq!(*ends.lock(), vec![StreamEnd::Truncated], "{client:?}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn garbage_after_commit_is_a_malformed_stream_and_is_not_relayed() {
+    for client in [Protocol::OpenaiChat, Protocol::Anthropic] {
+        let (tx, r, ends) = relay(client, Protocol::OpenaiChat);
+        tx.send(Ok(Bytes::from(TEXT))).unwrap();
+        tx.send(Ok(Bytes::from("data: <html>502 Bad Gateway</html>\n\n"))).unwrap();
+        let text = all_of(r).await;
+        assert!(!text.contains("<html>") && text.contains("unreadable"), "{client:?}: {text}");
+        assert!(matches!(ends.lock().as_slice(), [StreamEnd::Malformed(_)]), "{client:?}");
+        drop(tx);
+    }
+}
+
+/// The upstream's terminator ends the client's stream at once, though the
+/// upstream lingers and sends more.
+#[tokio::test(start_paused = true)]
+async fn the_terminator_ends_the_clients_stream_without_waiting_for_the_upstream() {
+    for client in [Protocol::OpenaiChat, Protocol::Anthropic] {
+        let (tx, mut r, ends) = relay(client, Protocol::OpenaiChat);
+        let started = Instant::now();
+        tx.send(Ok(Bytes::from(format!("{TEXT}{STOPPED}data: [DONE]\n\ndata: {{\"choices\":[]}}\n\n")))).unwrap();
+        let mut text = String::new();
+        while let Some(c) = r.next().await {
+            text.push_str(&String::from_utf8_lossy(&c.unwrap()));
+        }
+        assert_eq!(started.elapsed(), Duration::ZERO, "{client:?}: no wait for the upstream to close");
+        assert!(!text.contains("error") && text.contains("the quick"), "{client:?}: {text}");
+        if client == Protocol::OpenaiChat {
+            assert!(text.ends_with("data: [DONE]\n\n"), "nothing after the terminator: {text}");
+        } else {
+            assert!(text.contains("message_stop"), "{text}");
+        }
+        assert_eq!(*ends.lock(), vec![StreamEnd::Complete], "{client:?}");
+        assert!(tx.send(Ok(Bytes::from(TEXT))).is_err(), "{client:?}: the upstream body was let go");
+    }
+}
+
+/// Once the model has stopped, silence is no failure: the stream ends as
+/// the whole answer it is, without an error event.
+#[tokio::test(start_paused = true)]
+async fn silence_after_the_model_stopped_ends_the_answer_as_complete() {
+    let (tx, r, ends) = relay(Protocol::Anthropic, Protocol::OpenaiChat);
+    tx.send(Ok(Bytes::from(format!("{TEXT}{STOPPED}")))).unwrap();
+    let text = all_of(r).await;
+    assert!(text.contains("message_stop") && !text.contains("event: error"), "{text}");
+    assert_eq!(*ends.lock(), vec![StreamEnd::Complete]);
+    drop(tx);
 }

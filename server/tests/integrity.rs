@@ -1,0 +1,187 @@
+//! Integrity under faults ([P]): a stream is complete only when its
+//! upstream said so. Through the real server and fake-upstream, for every
+//! client protocol on an OpenAI-protocol upstream (passed through for Chat
+//! clients, translated for the others): a stream cut short or turned to
+//! garbage after commit ends with the client's error event — never its
+//! normal end — and is logged as such; a role chunk does not commit a
+//! stream; the upstream's terminator ends the client's stream at once.
+#![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
+
+mod common;
+
+use common::{
+    Gateway,
+    clients::{Client, UPSTREAMS, ask, base_url, leading_metadata, post, text},
+    parse_sse,
+};
+use fake_upstream::{DEFAULT_CONTENT, FakeUpstream, Garble, Rule};
+use serde_json::Value;
+use std::time::Duration;
+use tokio::time::Instant;
+
+const BUDGET: Duration = Duration::from_millis(400);
+const CLIENTS: [Client; 4] = [Client::Chat, Client::Messages, Client::Responses, Client::Gemini];
+const MODEL: &str = "openai/gpt-4o-mini";
+
+async fn start() -> (FakeUpstream, Gateway) {
+    let fake = FakeUpstream::start().await.unwrap();
+    let gw = Gateway::start_configured(tempfile::tempdir().unwrap(), |c| {
+        c.stream_readiness_timeout = BUDGET;
+        c.stream_idle_timeout = BUDGET;
+        c.fetch_timeout = BUDGET;
+    })
+    .await;
+    (fake, gw)
+}
+
+/// Whether the client's stream carries its protocol's normal end.
+fn ends_normally(client: Client, events: &[(Option<String>, Value)], raw: &str) -> bool {
+    match client {
+        Client::Chat => {
+            raw.contains("data: [DONE]") || events.iter().any(|(_, d)| d["choices"][0]["finish_reason"].is_string())
+        }
+        Client::Messages => events.iter().any(|(e, _)| e.as_deref() == Some("message_stop")),
+        Client::Responses => events.iter().any(|(_, d)| d["type"] == "response.completed"),
+        Client::Gemini => events.iter().any(|(_, d)| d["candidates"][0]["finishReason"].is_string()),
+    }
+}
+
+/// Whether the last event is the client protocol's error event.
+fn ends_with_error_event(client: Client, events: &[(Option<String>, Value)]) -> bool {
+    let Some((event, data)) = events.last() else { return false };
+    match client {
+        Client::Chat | Client::Gemini => data.get("error").is_some(),
+        Client::Messages => event.as_deref() == Some("error"),
+        Client::Responses => data["type"] == "response.failed",
+    }
+}
+
+/// The log row of the newest request.
+async fn last_row(gw: &Gateway) -> Value {
+    gw.logs().await.into_iter().next().unwrap()
+}
+
+#[tokio::test]
+async fn a_stream_cut_short_or_garbled_after_commit_ends_with_the_error_event_never_the_normal_end() {
+    let (fake, gw) = start().await;
+    let key = "sk-only";
+    gw.add_connection("openai", "only", key, &base_url(&fake, "openai"), 0).await;
+    // Frames: the role chunk, then a word per chunk; chunk 1 commits the
+    // stream, the fault strikes at chunk 3 (20 ms apart, so after commit).
+    let faults: [(&str, Rule, &str); 4] = [
+        ("a clean early end", Rule { end_after_chunks: Some(3), ..Rule::default() }, "stream_truncated"),
+        ("a line that is not JSON", Rule { garble_after_chunks: Some(3), ..Rule::default() }, "stream_malformed"),
+        (
+            "a 2 MB line",
+            Rule { garble_after_chunks: Some(3), garble: Garble::Oversize, ..Rule::default() },
+            "stream_malformed",
+        ),
+        (
+            "bare-CR framing",
+            Rule { garble_after_chunks: Some(3), garble: Garble::BareCr, ..Rule::default() },
+            "stream_malformed",
+        ),
+    ];
+    for client in CLIENTS {
+        for (what, rule, kind) in &faults {
+            fake.push_rule(Rule { api_key: Some(key.into()), times: Some(1), trickle_ms: 20, ..rule.clone() });
+            let resp = post(&gw, client, MODEL, true, &ask(client, MODEL, true)).await;
+            assert_eq!(resp.status(), 200, "{client:?}, {what}: committed before the fault");
+            let raw = resp.text().await.unwrap();
+            let events = parse_sse(&raw);
+            assert!(!ends_normally(client, &events, &raw), "{client:?}, {what}: called complete: {raw}");
+            assert!(ends_with_error_event(client, &events), "{client:?}, {what}: {raw}");
+            assert!(!raw.contains("<html>") && !raw.contains("xxxxxxxx"), "{client:?}, {what}: garbage relayed");
+            let row = last_row(&gw).await;
+            assert_eq!(row["errorKind"], *kind, "{client:?}, {what}: {row}");
+            gw.state.engine.clear_connection(row["connectionId"].as_str().unwrap(), false);
+        }
+    }
+    gw.stop().await;
+}
+
+/// An OpenAI upstream's first chunk names only the role: a stall after it
+/// is a stream that never became ready, and fails over unseen.
+#[tokio::test]
+async fn a_role_chunk_then_silence_fails_over_to_the_sibling() {
+    let (fake, gw) = start().await;
+    let stalling = gw.add_connection("openai", "stalls", "sk-stalls", &base_url(&fake, "openai"), 0).await;
+    let good = gw.add_connection("openai", "good", "sk-good", &base_url(&fake, "openai"), 1).await;
+    for client in CLIENTS {
+        let stalls =
+            Rule { api_key: Some("sk-stalls".into()), times: Some(1), stall_after_chunks: Some(1), ..Rule::default() };
+        fake.push_rule(stalls);
+        let started = Instant::now();
+        let resp = post(&gw, client, MODEL, true, &ask(client, MODEL, true)).await;
+        assert_eq!(resp.status(), 200, "{client:?}");
+        assert_eq!(resp.headers()["x-omniroute-selected-connection-id"], good.as_str(), "{client:?}");
+        assert_eq!(text(client, true, resp).await, DEFAULT_CONTENT, "{client:?}: the whole answer, from the sibling");
+        assert!(started.elapsed() < BUDGET * 5, "{client:?}: {:?}", started.elapsed());
+        // The stalled one cooled on its readiness timeout: clear it for the next round.
+        gw.state.engine.clear_connection(&stalling, false);
+    }
+    gw.stop().await;
+}
+
+/// After `[DONE]` the upstream keeps its connection open and sends more:
+/// the client's stream ends at the terminator, with nothing after it.
+#[tokio::test]
+async fn the_upstreams_terminator_ends_the_clients_stream_at_once() {
+    let (fake, gw) = start().await;
+    gw.add_connection("openai", "only", "sk-only", &base_url(&fake, "openai"), 0).await;
+    for client in CLIENTS {
+        fake.push_rule(Rule { times: Some(1), linger: true, ..Rule::default() });
+        let started = Instant::now();
+        let resp = post(&gw, client, MODEL, true, &ask(client, MODEL, true)).await;
+        assert_eq!(resp.status(), 200, "{client:?}");
+        let raw = tokio::time::timeout(BUDGET * 2, resp.text()).await.expect("the stream ended").unwrap();
+        assert!(started.elapsed() < BUDGET, "{client:?}: held {:?}", started.elapsed());
+        let events = parse_sse(&raw);
+        assert!(ends_normally(client, &events, &raw) && !ends_with_error_event(client, &events), "{client:?}: {raw}");
+        assert!(!raw.contains("LATE"), "{client:?}: data after the terminator relayed: {raw}");
+        let row = last_row(&gw).await;
+        assert_eq!((row["status"].as_i64(), row["errorKind"].as_str()), (Some(200), None), "{client:?}: {row}");
+    }
+    gw.stop().await;
+}
+
+/// With stream recovery on, an error the upstream sends inside the
+/// stream's first moments is hidden from every client protocol alike: the
+/// request goes to the sibling and the client sees only its answer.
+#[tokio::test]
+async fn stream_recovery_hides_an_early_in_band_error_from_every_client_protocol() {
+    let fake = FakeUpstream::start().await.unwrap();
+    let gw = Gateway::start_configured(tempfile::tempdir().unwrap(), |c| c.stream_recovery = true).await;
+    gw.without_cooldowns().await;
+    for up in &UPSTREAMS {
+        let flaky = format!("sk-flaky-{}", up.provider);
+        gw.add_connection(up.provider, "flaky", &flaky, &base_url(&fake, up.provider), 0).await;
+        let good = gw.add_connection(up.provider, "good", "sk-good", &base_url(&fake, up.provider), 1).await;
+        // The error first, after the metadata, after the first output.
+        let lead = leading_metadata(up);
+        for (client, error_after) in CLIENTS.into_iter().flat_map(|c| [0, lead, lead + 1].map(|n| (c, n))) {
+            let on = format!("{client:?} on {}, error after {error_after} frames", up.provider);
+            let rule = Rule {
+                api_key: Some(flaky.clone()),
+                times: Some(1),
+                error_after_chunks: Some(error_after),
+                ..Rule::default()
+            };
+            fake.push_rule(rule);
+            let resp = post(&gw, client, up.model, true, &ask(client, up.model, true)).await;
+            assert_eq!(resp.status(), 200, "{on}");
+            assert_eq!(resp.headers()["x-omniroute-selected-connection-id"], good.as_str(), "{on}");
+            let raw = resp.text().await.unwrap();
+            let events = parse_sse(&raw);
+            assert!(!ends_with_error_event(client, &events) && !raw.contains("verloaded"), "{on}: {raw}");
+            assert!(ends_normally(client, &events, &raw), "{on}: {raw}");
+        }
+        // The next provider's connections start clean.
+        for row in gw.logs().await {
+            if let Some(id) = row["connectionId"].as_str() {
+                gw.state.engine.clear_connection(id, false);
+            }
+        }
+    }
+    gw.stop().await;
+}
