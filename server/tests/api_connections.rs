@@ -208,3 +208,24 @@ async fn a_custom_upstreams_tested_models_appear_in_v1_models_and_survive_a_rest
     assert!(expected.iter().all(|m| listed.iter().any(|l| l == m)), "after a restart: {listed:?}");
     gw.stop().await;
 }
+
+/// A base URL that carries a proxy's `user:password@` shows the password
+/// masked; the form sending the masked URL back keeps the real one.
+#[tokio::test]
+async fn a_password_in_a_base_url_is_never_shown_and_survives_an_edit() {
+    let gw = Gateway::start().await;
+    let base = "http://agent:pr0xy-s3cret-pass@127.0.0.1:9/v1";
+    let body = json!({"provider": "openai", "name": "via-proxy", "apiKey": "sk-test-1234", "baseUrl": base});
+    let created: Value = gw.api(Method::POST, "/api/providers").json(&body).send().await.unwrap().json().await.unwrap();
+    let id = created["connection"]["id"].as_str().unwrap().to_owned();
+    let shown = "http://agent:****@127.0.0.1:9/v1";
+    assert_eq!(created["connection"]["baseUrl"], shown);
+    let text = gw.api(Method::GET, "/api/providers").send().await.unwrap().text().await.unwrap();
+    assert!(!text.contains("pr0xy-s3cret-pass") && text.contains(shown), "{text}");
+    let edit = json!({"name": "renamed", "baseUrl": shown});
+    let resp = gw.api(Method::PUT, &format!("/api/providers/{id}")).json(&edit).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let rows = server::db::connections::list(&gw.state.db, None).await.unwrap();
+    assert_eq!(rows.iter().find(|r| r.id == id).unwrap().base_url.as_deref(), Some(base), "unchanged by the stars");
+    gw.stop().await;
+}

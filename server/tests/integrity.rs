@@ -185,3 +185,43 @@ async fn stream_recovery_hides_an_early_in_band_error_from_every_client_protocol
     }
     gw.stop().await;
 }
+
+/// A non-stream 2xx passed through in the client's own protocol must be an
+/// answer; a redirect is never handed on. Each fails over to the sibling,
+/// and alone comes to a 502.
+#[tokio::test]
+async fn a_2xx_that_is_no_answer_and_a_redirect_fail_over() {
+    let (fake, gw) = start().await;
+    let faulty = gw.add_connection("openai", "faulty", "sk-faulty", &base_url(&fake, "openai"), 0).await;
+    let good = gw.add_connection("openai", "good", "sk-good", &base_url(&fake, "openai"), 1).await;
+    let html =
+        Rule { body: Some(Value::String("<html><body>Service Unavailable</body></html>".into())), ..Rule::default() };
+    let error = Rule { body: Some(serde_json::json!({"error": {"message": "model overloaded"}})), ..Rule::default() };
+    let redirect = Rule {
+        status: Some(307),
+        headers: [("location".to_owned(), "https://elsewhere.example/v1".to_owned())].into(),
+        body: Some(Value::String(String::new())),
+        ..Rule::default()
+    };
+    for (what, rule) in [("an HTML page", html), ("an error object", error), ("a redirect", redirect)] {
+        let on_faulty = Rule { api_key: Some("sk-faulty".into()), ..rule.clone() };
+        fake.push_rule(Rule { times: Some(1), ..on_faulty.clone() });
+        let resp = post(&gw, Client::Chat, MODEL, false, &ask(Client::Chat, MODEL, false)).await;
+        assert_eq!(resp.status(), 200, "{what}");
+        assert_eq!(resp.headers()["x-omniroute-selected-connection-id"], good.as_str(), "{what}");
+        assert_eq!(text(Client::Chat, false, resp).await, DEFAULT_CONTENT, "{what}");
+        gw.state.engine.clear_connection(&faulty, false);
+
+        // Alone: every connection answers so.
+        fake.push_rule(Rule { times: Some(1), ..rule.clone() });
+        fake.push_rule(Rule { times: Some(1), ..on_faulty });
+        let resp = post(&gw, Client::Chat, MODEL, false, &ask(Client::Chat, MODEL, false)).await;
+        assert_eq!(resp.status(), 502, "{what}");
+        assert!(resp.headers().get("location").is_none(), "{what}");
+        for id in [&faulty, &good] {
+            gw.state.engine.clear_connection(id, false);
+        }
+        fake.clear_rules();
+    }
+    gw.stop().await;
+}

@@ -5,8 +5,14 @@
 //! `lastError`, the request log and test results, and together with the
 //! masked key's last four characters that rebuilds it. So any run of
 //! [`MIN_RUN`] or more characters that also occurs in the secret is
-//! replaced.
+//! replaced — in any letter case (an upstream may upper-case what it
+//! echoes), and in base64 (a key echoed inside a Basic credential or an
+//! encoded token), at any alignment.
 
+use base64::{
+    Engine,
+    engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD},
+};
 use std::{borrow::Cow, collections::HashSet};
 
 /// The shortest shared run that counts as a leak.
@@ -15,8 +21,8 @@ pub const MIN_RUN: usize = 8;
 pub const MARK: &str = "[redacted]";
 
 /// `text` with every run of ≥ [`MIN_RUN`] bytes that also occurs in
-/// `secret` replaced by [`MARK`]. Secrets shorter than that are matched
-/// whole.
+/// `secret` (in any letter case, or in its base64 forms) replaced by
+/// [`MARK`]. Secrets shorter than that are matched whole.
 pub fn redact<'a>(text: &'a str, secret: &str) -> Cow<'a, str> {
     if secret.is_empty() {
         return Cow::Borrowed(text);
@@ -24,22 +30,13 @@ pub fn redact<'a>(text: &'a str, secret: &str) -> Cow<'a, str> {
     if secret.len() < MIN_RUN {
         return if text.contains(secret) { Cow::Owned(text.replace(secret, MARK)) } else { Cow::Borrowed(text) };
     }
-    let windows: HashSet<&[u8]> = secret.as_bytes().windows(MIN_RUN).collect();
-    let bytes = text.as_bytes();
-    // Byte ranges of `text` covered by some window of the secret, merged.
-    let mut leaks: Vec<(usize, usize)> = Vec::new();
-    for (start, window) in bytes.windows(MIN_RUN).enumerate() {
-        if !windows.contains(window) {
-            continue;
-        }
-        match leaks.last_mut() {
-            Some((_, end)) if start <= *end => *end = start + MIN_RUN,
-            _ => leaks.push((start, start + MIN_RUN)),
-        }
-    }
+    let folded = secret.to_ascii_lowercase();
+    let mut leaks = shared_runs(&text.to_ascii_lowercase(), [folded.as_str()]);
+    leaks.extend(shared_runs(text, base64_forms(secret).iter().map(String::as_str)));
     if leaks.is_empty() {
         return Cow::Borrowed(text);
     }
+    leaks.sort_unstable();
     let mut out = String::with_capacity(text.len());
     let mut at = 0;
     for (start, end) in leaks {
@@ -55,6 +52,45 @@ pub fn redact<'a>(text: &'a str, secret: &str) -> Cow<'a, str> {
     }
     out.push_str(&text[at..]);
     Cow::Owned(out)
+}
+
+/// Byte ranges of `text` covered by some [`MIN_RUN`]-window of one of
+/// `secrets`, merged where they touch.
+fn shared_runs<'s>(text: &str, secrets: impl IntoIterator<Item = &'s str>) -> Vec<(usize, usize)> {
+    let windows: HashSet<&[u8]> = secrets.into_iter().flat_map(|s| s.as_bytes().windows(MIN_RUN)).collect();
+    let mut leaks: Vec<(usize, usize)> = Vec::new();
+    for (start, window) in text.as_bytes().windows(MIN_RUN).enumerate() {
+        if !windows.contains(window) {
+            continue;
+        }
+        match leaks.last_mut() {
+            Some((_, end)) if start <= *end => *end = start + MIN_RUN,
+            _ => leaks.push((start, start + MIN_RUN)),
+        }
+    }
+    leaks
+}
+
+/// The characters of `secret`'s base64 encodings (standard and URL-safe)
+/// that do not depend on what stands around it, for each of the three
+/// alignments it may have inside a longer encoded string.
+fn base64_forms(secret: &str) -> Vec<String> {
+    let mut forms = Vec::with_capacity(6);
+    for lead in 0..3_usize {
+        let mut bytes = vec![0_u8; lead];
+        bytes.extend_from_slice(secret.as_bytes());
+        for engine in [&STANDARD_NO_PAD, &URL_SAFE_NO_PAD] {
+            let encoded = engine.encode(&bytes);
+            // The first characters carry the bytes before the secret, the
+            // last ones those after it.
+            let start = (lead * 4).div_ceil(3);
+            let end = encoded.len().saturating_sub(3);
+            if start < end {
+                forms.push(encoded[start..end].to_owned());
+            }
+        }
+    }
+    forms
 }
 
 fn floor_boundary(s: &str, mut i: usize) -> usize {
@@ -88,6 +124,21 @@ mod tests {
         // A few characters changed around a long shared run.
         let changed = "key XXsk-proj-4fGh7Kq9ZxWv2LmYY rejected";
         assert_eq!(redact(changed, KEY), "key XX[redacted]YY rejected");
+    }
+
+    #[test]
+    fn upper_cased_and_base64_echoes_are_redacted() {
+        let shouted = format!("INVALID KEY: {}", KEY.to_ascii_uppercase());
+        assert_eq!(redact(&shouted, KEY), "INVALID KEY: [redacted]");
+        for user in ["", "u", "us", "user"] {
+            let basic = STANDARD_NO_PAD.encode(format!("{user}:{KEY}"));
+            let echoed = format!("bad credential Basic {basic}=");
+            let out = redact(&echoed, KEY);
+            assert!(!out.contains(&basic[basic.len() / 2..basic.len() - 4]), "{user:?}: {out}");
+            assert!(out.contains(MARK), "{user:?}: {out}");
+        }
+        let token = URL_SAFE_NO_PAD.encode(KEY);
+        assert!(redact(&format!("token={token}"), KEY).contains(MARK));
     }
 
     #[test]

@@ -81,11 +81,10 @@ fn key_from_str(k: &str) -> [u8; 32] {
 fn key_from_file(path: &Path) -> Result<[u8; 32], SecretError> {
     let io = |source| SecretError::KeyFile { path: path.display().to_string(), source };
     match std::fs::read_to_string(path) {
-        Ok(text) => STANDARD
-            .decode(text.trim())
-            .ok()
-            .and_then(|b| <[u8; 32]>::try_from(b.as_slice()).ok())
-            .ok_or_else(|| SecretError::BadKeyFile(path.display().to_string())),
+        Ok(text) => {
+            keep_private(path).map_err(io)?;
+            decode_key_file(path, &text)
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let mut key = [0u8; 32];
             rand::rngs::OsRng.fill_bytes(&mut key);
@@ -97,6 +96,29 @@ fn key_from_file(path: &Path) -> Result<[u8; 32], SecretError> {
         }
         Err(e) => Err(io(e)),
     }
+}
+
+fn decode_key_file(path: &Path, text: &str) -> Result<[u8; 32], SecretError> {
+    STANDARD
+        .decode(text.trim())
+        .ok()
+        .and_then(|b| <[u8; 32]>::try_from(b.as_slice()).ok())
+        .ok_or_else(|| SecretError::BadKeyFile(path.display().to_string()))
+}
+
+/// A key file that others may read (an install from before the file was
+/// created private, or one copied in by hand) is made the owner's alone.
+fn keep_private(path: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path)?.permissions().mode();
+        if mode & 0o077 != 0 {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+            tracing::warn!(path = %path.display(), "the secret key file was readable by others; it is now mode 0600");
+        }
+    }
+    Ok(())
 }
 
 /// Writes a file readable by the owner only.
@@ -136,6 +158,19 @@ mod tests {
             let mode = std::fs::metadata(dir.path().join(KEY_FILE)).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o600);
         }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_key_file_others_could_read_is_made_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let a = SecretBox::load(None, dir.path()).unwrap();
+        let path = dir.path().join(KEY_FILE);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let b = SecretBox::load(None, dir.path()).unwrap();
+        assert_eq!(b.decrypt(&a.encrypt("x")).unwrap(), "x", "the same key");
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
     }
 
     #[test]

@@ -212,6 +212,9 @@ pub fn classify(f: &Failure<'_>) -> Verdict {
         Some(403) => Verdict::new(ErrorReason::Forbidden, true, 0, level),
         Some(404) => Verdict::new(ErrorReason::NotFound, true, 0, level),
         Some(408) => retryable(f, ErrorReason::Timeout),
+        // The gateway follows no redirect: a moved or misconfigured
+        // endpoint is the upstream's fault, not the request's.
+        Some(300..=399) => retryable(f, ErrorReason::ServerError),
         Some(429) => retryable(f, ErrorReason::RateLimited),
         Some(s) if s >= 500 => retryable(f, ErrorReason::ServerError),
         Some(_) if any(&text, RATE_TEXT) => retryable(f, ErrorReason::RateLimited),

@@ -103,7 +103,10 @@ pub async fn update(state: &AppState, id: &str, input: UpdateConnection) -> Resu
         state.routing.quotas.forget(&row.id);
         row = live(state, row);
     }
-    if let Some(url) = input.base_url {
+    // The form sends back the URL it was shown: a masked password in it
+    // means "unchanged", never the stars themselves.
+    let shown = row.base_url.as_deref().map(shown_base_url);
+    if let Some(url) = input.base_url.filter(|u| u.is_none() || u.as_deref() != shown.as_deref()) {
         row.base_url = url.map(|u| u.trim_end_matches('/').to_owned());
         let provider_default = catalog::find(&row.provider).map(|p| p.default_base_url).unwrap_or_default();
         if row.base_url.is_none() && provider_default.is_empty() {
@@ -268,6 +271,19 @@ fn to_json<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }
 
+/// What stands for a password in a base URL that is shown.
+const MASKED_PASSWORD: &str = "****";
+
+/// A base URL as the API and the dashboard show it: a password in its
+/// `user:password@` part masked (a corporate proxy's URL may carry one).
+pub fn shown_base_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    let Some((userinfo, host)) = authority.rsplit_once('@') else { return url.to_owned() };
+    let Some((user, _)) = userinfo.split_once(':') else { return url.to_owned() };
+    format!("{scheme}://{user}:{MASKED_PASSWORD}@{host}{}", &rest[authority.len()..])
+}
+
 /// The API view of a row: credential masked, status badge computed.
 pub fn view(row: ConnectionRow, now: i64) -> ConnectionView {
     let status = if row.terminal_status.is_some() {
@@ -293,7 +309,7 @@ pub fn view(row: ConnectionRow, now: i64) -> ConnectionView {
         id: row.id,
         provider: row.provider,
         name: row.name,
-        base_url: row.base_url,
+        base_url: row.base_url.as_deref().map(shown_base_url),
         priority: row.priority,
         is_active: row.is_active,
         rate_limit_protection: row.rate_limit_protection,

@@ -182,6 +182,8 @@ fn all_failed(provider: &str, failures: Vec<Failure>) -> ProxyError {
         (None, Some(401)) => (StatusCode::UNAUTHORIZED, "authentication_error", "upstream_auth_error"),
         (None, Some(403)) => (StatusCode::FORBIDDEN, "permission_error", "upstream_forbidden"),
         (None, Some(404)) => (StatusCode::NOT_FOUND, "invalid_request_error", "model_not_found"),
+        // A redirect is never handed on: the client could not follow it.
+        (None, Some(s)) if s < 400 => (StatusCode::BAD_GATEWAY, "server_error", "upstream_error"),
         (None, Some(s)) => {
             (StatusCode::from_u16(s).unwrap_or(StatusCode::BAD_GATEWAY), "server_error", "upstream_error")
         }
@@ -342,6 +344,8 @@ mod tests {
         assert_eq!((e.status, e.code, e.retry_after), (StatusCode::TOO_MANY_REQUESTS, "rate_limited", Some(7)));
         assert!(e.message.starts_with("All 2 connection(s) of provider openai failed"));
         assert_eq!(all_failed("openai", vec![failure(None, "a", None)]).status, StatusCode::BAD_GATEWAY);
+        let redirected = all_failed("openai", vec![failure(Some(307), "a", None)]);
+        assert_eq!((redirected.status, redirected.code), (StatusCode::BAD_GATEWAY, "upstream_error"));
     }
 
     fn skipped(reason: SkipReason, retry_after_ms: Option<u64>) -> Skipped {

@@ -207,3 +207,12 @@ fn a_whole_answer_is_transient_when_the_upstream_was_only_busy_or_failing() {
     assert!(!transient(503, "prompt is too long for this model"), "the request itself is too large");
     assert!(transient(400, "Too many concurrent requests"), "a concurrency limit passes");
 }
+
+#[test]
+fn a_redirect_fails_over_as_the_upstreams_fault() {
+    for status in [301, 302, 307, 308] {
+        let v = simple(status, "<html>Moved</html>");
+        assert!(v.should_fallback, "{status}");
+        assert_eq!(v.reason, ErrorReason::ServerError, "{status}");
+    }
+}
