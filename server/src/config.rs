@@ -26,6 +26,10 @@ pub const DEFAULT_SHUTDOWN_GRACE_MS: u64 = 30_000;
 pub const DEFAULT_HEADER_READ_TIMEOUT_MS: u64 = 10_000;
 /// Longest pause inside a request body (`OMNIROUTE_BODY_READ_TIMEOUT_MS`).
 pub const DEFAULT_BODY_READ_TIMEOUT_MS: u64 = 10_000;
+/// Longest a whole request body may take to arrive, from the request's
+/// head (`OMNIROUTE_BODY_DEADLINE_MS`): a body trickled a byte per pause
+/// holds its connection no longer than this.
+pub const DEFAULT_BODY_DEADLINE_MS: u64 = 60_000;
 /// How long a keep-alive connection may sit idle between requests
 /// (`OMNIROUTE_KEEPALIVE_TIMEOUT_MS`).
 pub const DEFAULT_KEEPALIVE_TIMEOUT_MS: u64 = 30_000;
@@ -132,10 +136,33 @@ pub struct Config {
 pub struct ClientLimits {
     pub header_read_timeout: Duration,
     pub body_read_timeout: Duration,
+    /// The whole body within this long of the head.
+    pub body_deadline: Duration,
     pub keepalive_timeout: Duration,
     /// Open client connections at most (`OMNIROUTE_MAX_CONNECTIONS`);
     /// `None`: derived from the file-descriptor limit at start.
     pub max_connections: Option<usize>,
+    /// Of those, kept for the dashboard, `/api` and health checks
+    /// (`OMNIROUTE_RESERVED_CONNECTIONS`); `None`: 1/32 of the budget.
+    pub reserved_connections: Option<usize>,
+    /// At most from one client address
+    /// (`OMNIROUTE_MAX_CONNECTIONS_PER_CLIENT`); `None`: 1/8 of the budget,
+    /// at least 32.
+    pub max_connections_per_client: Option<usize>,
+}
+
+impl Default for ClientLimits {
+    fn default() -> Self {
+        Self {
+            header_read_timeout: Duration::from_millis(DEFAULT_HEADER_READ_TIMEOUT_MS),
+            body_read_timeout: Duration::from_millis(DEFAULT_BODY_READ_TIMEOUT_MS),
+            body_deadline: Duration::from_millis(DEFAULT_BODY_DEADLINE_MS),
+            keepalive_timeout: Duration::from_millis(DEFAULT_KEEPALIVE_TIMEOUT_MS),
+            max_connections: None,
+            reserved_connections: None,
+            max_connections_per_client: None,
+        }
+    }
 }
 
 /// `OMNIROUTE_SECURE_COOKIE`: `auto` (default) marks the session cookie
@@ -216,11 +243,11 @@ impl Config {
             client: ClientLimits {
                 header_read_timeout: parse_ms(env, "OMNIROUTE_HEADER_READ_TIMEOUT_MS", DEFAULT_HEADER_READ_TIMEOUT_MS)?,
                 body_read_timeout: parse_ms(env, "OMNIROUTE_BODY_READ_TIMEOUT_MS", DEFAULT_BODY_READ_TIMEOUT_MS)?,
+                body_deadline: parse_ms(env, "OMNIROUTE_BODY_DEADLINE_MS", DEFAULT_BODY_DEADLINE_MS)?,
                 keepalive_timeout: parse_ms(env, "OMNIROUTE_KEEPALIVE_TIMEOUT_MS", DEFAULT_KEEPALIVE_TIMEOUT_MS)?,
-                max_connections: match env.get("OMNIROUTE_MAX_CONNECTIONS").filter(|v| !v.is_empty()) {
-                    None => None,
-                    Some(_) => Some(parse_env(env, "OMNIROUTE_MAX_CONNECTIONS", 0usize)?.max(1)),
-                },
+                max_connections: parse_count(env, "OMNIROUTE_MAX_CONNECTIONS", 1)?,
+                reserved_connections: parse_count(env, "OMNIROUTE_RESERVED_CONNECTIONS", 0)?,
+                max_connections_per_client: parse_count(env, "OMNIROUTE_MAX_CONNECTIONS_PER_CLIENT", 1)?,
             },
         })
     }
@@ -230,6 +257,14 @@ impl Config {
         let flags = Flags { data_dir: Some(data_dir), ..Flags::default() };
         // Defaults only: no env value can be invalid.
         Self::resolve(&flags, &HashMap::new()).unwrap_or_else(|e| unreachable!("{e}"))
+    }
+}
+
+/// An optional count: unset or empty is `None`, else at least `min`.
+fn parse_count(env: &HashMap<String, String>, name: &'static str, min: usize) -> Result<Option<usize>, ConfigError> {
+    match env.get(name).filter(|v| !v.is_empty()) {
+        None => Ok(None),
+        Some(_) => Ok(Some(parse_env(env, name, 0usize)?.max(min))),
     }
 }
 
@@ -355,9 +390,22 @@ mod tests {
         let c = Config::resolve(&Flags::default(), &HashMap::new()).unwrap().client;
         assert_eq!((c.header_read_timeout, c.keepalive_timeout), (Duration::from_secs(10), Duration::from_secs(30)));
         assert_eq!((c.body_read_timeout, c.max_connections), (Duration::from_secs(10), None));
-        let e = env(&[("OMNIROUTE_MAX_CONNECTIONS", "500"), ("OMNIROUTE_HEADER_READ_TIMEOUT_MS", "2000")]);
+        assert_eq!(c, ClientLimits::default());
+        let e = env(&[
+            ("OMNIROUTE_MAX_CONNECTIONS", "500"),
+            ("OMNIROUTE_HEADER_READ_TIMEOUT_MS", "2000"),
+            ("OMNIROUTE_BODY_DEADLINE_MS", "30000"),
+            ("OMNIROUTE_RESERVED_CONNECTIONS", "0"),
+            ("OMNIROUTE_MAX_CONNECTIONS_PER_CLIENT", "100"),
+        ]);
         let c = Config::resolve(&Flags::default(), &e).unwrap().client;
         assert_eq!((c.max_connections, c.header_read_timeout), (Some(500), Duration::from_secs(2)));
+        assert_eq!(
+            (c.body_deadline, c.reserved_connections, c.max_connections_per_client),
+            (Duration::from_secs(30), Some(0), Some(100))
+        );
+        let bad = env(&[("OMNIROUTE_MAX_CONNECTIONS_PER_CLIENT", "many")]);
+        assert_eq!(Config::resolve(&Flags::default(), &bad).unwrap_err().name, "OMNIROUTE_MAX_CONNECTIONS_PER_CLIENT");
     }
 
     #[test]

@@ -88,7 +88,7 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
         clock,
         health_cache: parking_lot::Mutex::new(None),
         started_at: Instant::now(),
-        clients: listener::Clients::new(config.client, config.shutdown_grace),
+        clients: listener::Clients::new(config.client, config.trust_proxy, config.shutdown_grace),
         upstream: Arc::new(executor),
         db,
         config,

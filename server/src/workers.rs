@@ -37,7 +37,14 @@ pub fn serve(config: Config) -> anyhow::Result<()> {
     let workers = if cfg!(unix) { config.workers } else { 1 };
     let fd_limit = crate::listener::raise_fd_limit();
     let state = main_rt.block_on(crate::build_state(config))?;
-    tracing::debug!(fd_limit, max_connections = state.clients.capacity.max, "client connection budget");
+    let budget = state.clients.capacity.budget;
+    tracing::debug!(
+        fd_limit,
+        max_connections = budget.max,
+        reserved = budget.reserved,
+        per_client = budget.per_client,
+        "client connection budget"
+    );
     // A port held by anything — another gateway included — is refused
     // before the shared sockets are bound: SO_REUSEPORT alone would let a
     // second instance silently split the traffic with the first.

@@ -23,6 +23,21 @@ async fn connect(gw: &Gateway) -> TcpStream {
     TcpStream::connect(gw.url.trim_start_matches("http://")).await.unwrap()
 }
 
+/// A connection from the loopback address `from` (127.0.0.x: another client).
+async fn connect_from(gw: &Gateway, from: [u8; 4]) -> TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind((std::net::Ipv4Addr::from(from), 0).into()).unwrap();
+    socket.connect(gw.url.trim_start_matches("http://").parse().unwrap()).await.unwrap()
+}
+
+/// One request and its answer's head, on a keep-alive connection.
+async fn ask(tcp: &mut TcpStream, request: &[u8]) -> String {
+    tcp.write_all(request).await.unwrap();
+    let mut buf = [0u8; 4096];
+    let n = tokio::time::timeout(Duration::from_secs(5), tcp.read(&mut buf)).await.unwrap().unwrap();
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
 /// Reads until the server closes the connection (at most `limit`);
 /// what was read and how long it took.
 async fn read_to_close(tcp: &mut TcpStream, limit: Duration) -> (String, Duration) {
@@ -88,6 +103,92 @@ async fn a_body_shorter_than_announced_is_cut_at_the_body_timeout() {
     assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
     assert!(answer.contains("stalled"), "{answer}");
     assert!(took >= Duration::from_millis(250), "{took:?}");
+    gw.stop().await;
+}
+
+/// One byte per pause, each just in time: the body deadline still ends it.
+#[tokio::test]
+async fn a_body_trickled_just_in_time_is_cut_at_its_deadline() {
+    let gw = start(|c| {
+        c.client.body_read_timeout = Duration::from_millis(400);
+        c.client.body_deadline = Duration::from_millis(1_000);
+    })
+    .await;
+    let mut tcp = connect(&gw).await;
+    let head = "POST /api/auth/login HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 200\r\n\r\n";
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    let started = Instant::now();
+    let trickle = async {
+        for _ in 0..200 {
+            if tcp.write_all(b" ").await.is_err() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(3), trickle).await;
+    let took = started.elapsed();
+    let (answer, _) = read_to_close(&mut tcp, Duration::from_secs(2)).await;
+    assert!(answer.starts_with("HTTP/1.1 400") && answer.contains("in time"), "{answer}");
+    assert!(took < Duration::from_millis(2_500), "cut near its deadline, not after 200 pauses: {took:?}");
+    gw.stop().await;
+}
+
+/// One client's flood of connections takes only its share: another client
+/// is still served, and the flooding one gets a fast 503.
+#[tokio::test]
+async fn one_client_cannot_take_every_connection() {
+    let gw = start(|c| {
+        c.client.max_connections = Some(64);
+        c.client.max_connections_per_client = Some(4);
+        c.client.header_read_timeout = Duration::from_secs(5);
+    })
+    .await;
+    let mut flood = Vec::new();
+    for _ in 0..4 {
+        let mut tcp = connect_from(&gw, [127, 0, 0, 2]).await;
+        tcp.write_all(b"GET / HTTP/1.1\r\n").await.unwrap(); // a head that never ends
+        flood.push(tcp);
+    }
+    let mut one_more = connect_from(&gw, [127, 0, 0, 2]).await;
+    one_more.write_all(HEAD_REQUEST).await.unwrap();
+    let (refused, took) = read_to_close(&mut one_more, Duration::from_secs(3)).await;
+    assert!(refused.starts_with("HTTP/1.1 503") && refused.contains("This client has too many"), "{refused}");
+    assert!(took < Duration::from_millis(500), "{took:?}");
+    let mut other = connect_from(&gw, [127, 0, 0, 3]).await;
+    assert!(ask(&mut other, HEAD_REQUEST).await.starts_with("HTTP/1.1 200"), "another client is served");
+    drop(flood);
+    gw.stop().await;
+}
+
+/// With every general slot held, the reserve still serves the operator's
+/// side — but no inference request, which would hold it for as long.
+#[tokio::test]
+async fn the_reserve_serves_the_operator_and_no_inference() {
+    let gw = start(|c| {
+        c.client.max_connections = Some(4);
+        c.client.reserved_connections = Some(1);
+        c.client.header_read_timeout = Duration::from_secs(5);
+    })
+    .await;
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        let mut tcp = connect(&gw).await;
+        tcp.write_all(b"GET / HTTP/1.1\r\n").await.unwrap();
+        held.push(tcp);
+    }
+    let mut operator = connect(&gw).await;
+    let models = b"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    assert!(ask(&mut operator, models).await.starts_with("HTTP/1.1 200"), "the model list is the operator's");
+    let body = chat_body("openai/gpt-4o-mini", false).to_string();
+    let chat = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let refused = ask(&mut operator, chat.as_bytes()).await;
+    assert!(refused.starts_with("HTTP/1.1 503") && refused.contains("too_many_connections"), "{refused}");
+    assert!(ask(&mut operator, HEAD_REQUEST).await.starts_with("HTTP/1.1 200"), "still the operator's");
+    drop(held);
     gw.stop().await;
 }
 

@@ -93,11 +93,13 @@ pub fn run() -> anyhow::Result<()> {
     util::build_release_stack()?;
     let data_dir = util::target_dir().join(format!("heap-data-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&data_dir);
-    // Without request-queue pacing, so a burst is a burst.
+    // Without request-queue pacing, so a burst is a burst; every stream
+    // comes from one address, which may take the whole budget here.
     let env = [
         ("OMNIROUTE_MANAGEMENT_KEY", "heap-key"),
         ("STREAM_IDLE_TIMEOUT_MS", "600000"),
         ("RATE_LIMIT_AUTO_ENABLE", "false"),
+        ("OMNIROUTE_MAX_CONNECTIONS_PER_CLIENT", "1000000"),
     ];
     let result = (|| {
         let (gateway, _fake, gw, fake_url) = start_stack("release", &data_dir, "warn,omniroute=info", &env)?;

@@ -19,6 +19,9 @@ use crate::{
     state::AppState,
 };
 
+/// The largest sign-in body read: a password in JSON, with room to spare.
+pub const MAX_LOGIN_BODY_BYTES: usize = 4 * 1024;
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Login {

@@ -51,10 +51,11 @@ pub fn router(state: &Arc<AppState>) -> Router<Arc<AppState>> {
         .route("/api/monitoring/health", get(monitoring::health).delete(monitoring::reset_all))
         .route("/api/monitoring/traffic", get(monitoring::traffic))
         .layer(from_fn_with_state(state.clone(), require_admin));
-    Router::new()
+    // Signing in is open to anyone: its body is a password, read small.
+    let sign_in = Router::new()
         .route("/api/auth/login", post(auth::login))
-        .route("/api/auth/logout", post(auth::logout))
-        .merge(protected)
+        .layer(axum::extract::DefaultBodyLimit::max(auth::MAX_LOGIN_BODY_BYTES));
+    Router::new().merge(sign_in).route("/api/auth/logout", post(auth::logout)).merge(protected)
 }
 
 /// Middleware for `/api/*`: 401 JSON when not an admin, never a redirect.

@@ -1,6 +1,8 @@
 //! The two bodies of a client request's life on the socket: the request
 //! body may not pause longer than the body-read timeout (a client that
-//! announces 100 bytes and sends 10 no longer holds the connection), and
+//! announces 100 bytes and sends 10 no longer holds the connection), nor
+//! take longer as a whole than the body deadline (one byte per pause, just
+//! in time, holds it no longer either), and
 //! the response body carries the request's [`InFlight`] mark to its last
 //! byte, so the socket knows when it is idle again.
 
@@ -12,29 +14,37 @@ use std::{
     task::{Context, Poll},
     time::Duration,
 };
-use tokio::time::Sleep;
+use tokio::time::{Instant, Sleep};
 
 use super::watched::InFlight;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// A request body that fails once it has waited `timeout` for more bytes.
+/// A request body that fails once it has waited `timeout` for more bytes,
+/// or is still arriving at its deadline.
 pub struct TimedBody<B> {
     inner: B,
     timeout: Duration,
+    deadline: Instant,
     /// Armed only while the body waits (most bodies never do).
     timer: Option<Pin<Box<Sleep>>>,
 }
 
 impl<B> TimedBody<B> {
-    pub fn new(inner: B, timeout: Duration) -> Self {
-        Self { inner, timeout, timer: None }
+    /// `inner`, which must arrive within `whole` from now, pausing at most
+    /// `timeout` at a time.
+    pub fn new(inner: B, timeout: Duration, whole: Duration) -> Self {
+        Self { inner, timeout, deadline: Instant::now() + whole, timer: None }
     }
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("the request body stalled: no bytes for {0} ms")]
-pub struct BodyTimeout(u128);
+pub enum BodyTimeout {
+    #[error("the request body stalled: no bytes for {0} ms")]
+    Stalled(u128),
+    #[error("the request body did not arrive whole in time")]
+    TooSlow,
+}
 
 impl<B> HttpBody for TimedBody<B>
 where
@@ -52,10 +62,17 @@ where
                 Poll::Ready(frame.map(|f| f.map_err(Into::into)))
             }
             Poll::Pending => {
-                let timeout = this.timeout;
-                let timer = this.timer.get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+                let (timeout, deadline) = (this.timeout, this.deadline);
+                let timer = this.timer.get_or_insert_with(|| {
+                    Box::pin(tokio::time::sleep_until((Instant::now() + timeout).min(deadline)))
+                });
                 if timer.as_mut().poll(cx).is_ready() {
-                    return Poll::Ready(Some(Err(BodyTimeout(timeout.as_millis()).into())));
+                    let late = if Instant::now() >= deadline {
+                        BodyTimeout::TooSlow
+                    } else {
+                        BodyTimeout::Stalled(timeout.as_millis())
+                    };
+                    return Poll::Ready(Some(Err(late.into())));
                 }
                 Poll::Pending
             }

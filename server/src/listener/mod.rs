@@ -35,12 +35,12 @@ use hyper_util::{
 use std::{net::SocketAddr, pin::Pin, sync::Arc, time::Duration};
 use tokio::{
     net::{TcpListener, TcpStream},
-    sync::{OwnedSemaphorePermit, watch},
+    sync::watch,
     task::JoinSet,
 };
 use tower::ServiceExt;
 
-pub use capacity::{Capacity, raise_fd_limit};
+pub use capacity::{Budget, Capacity, raise_fd_limit};
 pub use shutdown::Shutdown;
 
 use crate::config::ClientLimits;
@@ -61,8 +61,10 @@ pub struct Clients {
 }
 
 impl Clients {
-    pub fn new(limits: ClientLimits, grace: Duration) -> Self {
-        Self { capacity: Capacity::new(limits.max_connections), shutdown: Shutdown::default(), limits, grace }
+    /// `behind_proxy`: every connection comes from the trusted proxy.
+    pub fn new(limits: ClientLimits, behind_proxy: bool, grace: Duration) -> Self {
+        let budget = Budget::of(&limits, behind_proxy);
+        Self { capacity: Capacity::new(budget), shutdown: Shutdown::default(), limits, grace }
     }
 }
 
@@ -83,12 +85,12 @@ pub async fn serve_until_stopped(
             accepted = listener.accept() => match accepted {
                 Ok((tcp, peer)) => {
                     let _ = tcp.set_nodelay(true);
-                    match clients.capacity.admit() {
-                        Some(permit) => {
-                            connections.spawn(serve_connection(tcp, peer, app.clone(), limits, closing.clone(), permit));
+                    match clients.capacity.admit(peer.ip()) {
+                        Ok(slot) => {
+                            connections.spawn(serve_connection(tcp, peer, app.clone(), limits, closing.clone(), slot));
                         }
-                        None => {
-                            connections.spawn(capacity::refuse(tcp));
+                        Err(full) => {
+                            connections.spawn(capacity::refuse(tcp, full));
                         }
                     }
                 }
@@ -124,7 +126,7 @@ async fn serve_connection(
     app: Router,
     limits: ClientLimits,
     mut closing: watch::Receiver<bool>,
-    _permit: OwnedSemaphorePermit,
+    slot: capacity::Slot,
 ) {
     let activity = Arc::new(Activity::default());
     let timeouts = Timeouts { head: limits.header_read_timeout, idle: limits.keepalive_timeout };
@@ -141,13 +143,16 @@ async fn serve_connection(
         _ = until_true(&mut closing) => return,
     };
     let watched = activity.clone();
+    let reserved = slot.reserved;
     let service = tower::service_fn(move |req: http::Request<Incoming>| {
         let in_flight = activity.begin();
-        let mut req = req.map(|b| Body::new(body::TimedBody::new(b, limits.body_read_timeout)));
+        let refused = reserved && capacity::is_inference(req.method(), req.uri().path());
+        let mut req = req.map(|b| Body::new(body::TimedBody::new(b, limits.body_read_timeout, limits.body_deadline)));
         req.extensions_mut().insert(ConnectInfo(peer));
         let app = app.clone();
         async move {
-            let resp = app.oneshot(req).await?;
+            // A reserved slot serves the operator's side only.
+            let resp = if refused { capacity::refused_on_reserve() } else { app.oneshot(req).await? };
             Ok::<_, std::convert::Infallible>(resp.map(|b| Body::new(body::Tracked::new(b, in_flight))))
         }
     });
