@@ -225,3 +225,27 @@ async fn a_2xx_that_is_no_answer_and_a_redirect_fail_over() {
     }
     gw.stop().await;
 }
+
+/// A non-stream answer that stops arriving is bounded like a stream: no
+/// byte for the idle budget fails over, long before the fetch timeout.
+#[tokio::test]
+async fn a_non_stream_body_that_stops_arriving_fails_over_at_the_idle_budget() {
+    let fake = FakeUpstream::start().await.unwrap();
+    let gw = Gateway::start_configured(tempfile::tempdir().unwrap(), |c| {
+        c.fetch_timeout = Duration::from_secs(30);
+        c.stream_idle_timeout = BUDGET;
+    })
+    .await;
+    gw.add_connection("openai", "stalls", "sk-stalls", &base_url(&fake, "openai"), 0).await;
+    let good = gw.add_connection("openai", "good", "sk-good", &base_url(&fake, "openai"), 1).await;
+    // Half the JSON body, then silence with the connection open.
+    fake.push_rule(Rule { api_key: Some("sk-stalls".into()), stall_after_chunks: Some(1), ..Rule::default() });
+    let started = Instant::now();
+    let resp = post(&gw, Client::Chat, MODEL, false, &ask(Client::Chat, MODEL, false)).await;
+    assert_eq!(resp.headers()["x-omniroute-selected-connection-id"], good.as_str());
+    assert_eq!(text(Client::Chat, false, resp).await, DEFAULT_CONTENT);
+    assert!(started.elapsed() < BUDGET * 5, "{:?}", started.elapsed());
+    let stalled = gw.logs().await.into_iter().find(|r| r["errorKind"] == "body_stalled");
+    assert!(stalled.is_some(), "the stalled attempt is logged as such");
+    gw.stop().await;
+}

@@ -9,7 +9,8 @@
 //! trickle; and in streams: a clean end before the answer is whole, a line
 //! that is not JSON, a 2 MB line, bare-CR framing, a role chunk then
 //! silence, an in-band error event, the terminator then a connection kept
-//! open with more data — and the last one is healthy. For N seconds
+//! open with more data; part of an answer (a JSON body or a stream's first
+//! frame) then silence — and the last one is healthy. For N seconds
 //! (default 60; `cargo xtask test` runs 180) requests mix the four client
 //! protocols, streaming and not, `CHAOS_CONCURRENCY` (default 16) at a
 //! time.
@@ -227,7 +228,7 @@ fn leading_metadata(provider: &str) -> u32 {
 fn fault(rng: &mut StdRng, provider: &str) -> (&'static str, Value) {
     let mut rule = json!({"apiKey": key(provider), "times": 1});
     let lead = leading_metadata(provider);
-    let kind = match rng.gen_range(0..18) {
+    let kind = match rng.gen_range(0..19) {
         0 => {
             rule["latencyMs"] = json!(60_000);
             "no headers"
@@ -299,6 +300,10 @@ fn fault(rng: &mut StdRng, provider: &str) -> (&'static str, Value) {
         17 => {
             rule["linger"] = json!(true);
             "the terminator, then the upstream lingers"
+        }
+        18 => {
+            rule["stallAfterChunks"] = json!(1);
+            "part of the answer, then silence"
         }
         _ => {
             rule["trickleMs"] = json!(150);

@@ -34,6 +34,8 @@ pub enum TransportError {
     Timeout(Duration),
     #[error("the upstream connection failed: {0}")]
     Network(String),
+    #[error("the upstream's answer stopped arriving: no byte for {0:?}")]
+    Stalled(Duration),
 }
 
 impl TransportError {
@@ -43,6 +45,7 @@ impl TransportError {
             Self::Connect => "connect_error",
             Self::Timeout(_) => "timeout",
             Self::Network(_) => "network_error",
+            Self::Stalled(_) => "body_stalled",
         }
     }
 
@@ -197,10 +200,22 @@ impl UpstreamResponse {
     }
 
     /// The whole body; an error when the connection breaks before its end.
-    pub async fn bytes(self) -> Result<Bytes, TransportError> {
-        match self.0.into_body().collect().await {
-            Ok(body) => Ok(body.to_bytes()),
-            Err(e) => Err(TransportError::Network(e)),
+    /// The whole body, as long as no `idle` passes without a byte of it
+    /// (an answer that stops arriving is a stalled one, like a stream).
+    pub async fn bytes_while_arriving(self, idle: Duration) -> Result<Bytes, TransportError> {
+        let mut body = self.0.into_body();
+        let mut whole = Vec::new();
+        loop {
+            match tokio::time::timeout(idle, body.frame()).await {
+                Err(_) => return Err(TransportError::Stalled(idle)),
+                Ok(None) => return Ok(Bytes::from(whole)),
+                Ok(Some(Err(e))) => return Err(TransportError::Network(e)),
+                Ok(Some(Ok(frame))) => {
+                    if let Ok(data) = frame.into_data() {
+                        whole.extend_from_slice(&data);
+                    }
+                }
+            }
         }
     }
 
@@ -361,7 +376,7 @@ mod tests {
         // The upstream's name does not resolve: only the proxy can reach it.
         let resp = chat(&exec, &connection("http://upstream.invalid/v1")).await.unwrap();
         assert_eq!(resp.status(), 200);
-        assert_eq!(resp.bytes().await.unwrap(), "ok");
+        assert_eq!(resp.bytes_while_arriving(Duration::from_secs(5)).await.unwrap(), "ok");
         let head = head.await.unwrap().to_ascii_lowercase();
         assert!(head.starts_with("post http://upstream.invalid/v1/chat/completions http/1.1\r\n"), "{head}");
         assert!(head.contains("proxy-authorization: basic dxnlcjpwdw=="), "{head}");
@@ -421,8 +436,29 @@ mod tests {
         let (upstream, _) = one_shot(b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 10\r\n\r\nabc").await;
         let exec = executor(Duration::from_secs(5), Matcher::builder().build());
         let resp = chat(&exec, &connection(&format!("http://{upstream}/v1"))).await.unwrap();
-        let cut = resp.bytes().await;
+        let cut = resp.bytes_while_arriving(Duration::from_secs(5)).await;
         assert!(matches!(cut, Err(TransportError::Network(_))), "{:?}", cut.err());
+    }
+
+    #[tokio::test]
+    async fn a_body_that_stops_arriving_is_stalled_at_the_idle_bound() {
+        // The head and part of the body, then silence with the connection open.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut tcp, _) = listener.accept().await.unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = tokio::io::AsyncReadExt::read(&mut tcp, &mut buf).await;
+            let partial = b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n{\"choices\":";
+            tokio::io::AsyncWriteExt::write_all(&mut tcp, partial).await.unwrap();
+            tokio::time::sleep(Duration::from_secs(30)).await;
+        });
+        let exec = executor(Duration::from_secs(5), Matcher::builder().build());
+        let resp = chat(&exec, &connection(&format!("http://{addr}/v1"))).await.unwrap();
+        let started = tokio::time::Instant::now();
+        let stalled = resp.bytes_while_arriving(Duration::from_millis(300)).await;
+        assert!(matches!(stalled, Err(TransportError::Stalled(_))), "{:?}", stalled.err());
+        assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
     }
 
     fn join(base: &str, path: &str) -> String {

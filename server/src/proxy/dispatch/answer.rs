@@ -22,14 +22,16 @@ use crate::{
     upstream::executor::{TransportError, UpstreamResponse},
 };
 
-/// A non-stream success: the whole body (within `FETCH_TIMEOUT_MS`),
+/// A non-stream success: the whole body (within `FETCH_TIMEOUT_MS`, and
+/// never `STREAM_IDLE_TIMEOUT_MS` without a byte of it, as for a stream),
 /// translated when the client speaks another protocol. A body that is no
 /// answer (not JSON, or an error object under a 2xx) fails the attempt.
 pub(super) async fn json(state: &AppState, call: &Call<'_>, mut guard: AttemptGuard, resp: UpstreamResponse) -> Tried {
     let upstream = guard.conn.provider.protocol;
     let client = call.caller.client;
     let (until, execution_ends) = execution_bound(&guard, Instant::now() + state.config.fetch_timeout);
-    let body = match tokio::time::timeout_at(until, resp.bytes()).await {
+    let idle = state.config.stream_idle_timeout;
+    let body = match tokio::time::timeout_at(until, resp.bytes_while_arriving(idle)).await {
         Ok(Ok(body)) => body,
         Ok(Err(e)) => return Tried::Failed(transport_failure(&mut guard, &e, None)),
         Err(_) if execution_ends => return Tried::Failed(execution_timeout(&mut guard)),
