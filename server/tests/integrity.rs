@@ -11,7 +11,7 @@ mod common;
 
 use common::{
     Gateway,
-    clients::{Client, UPSTREAMS, ask, base_url, leading_metadata, post, text},
+    clients::{Client, UPSTREAMS, ask, base_url, ends_normally, ends_with_error_event, leading_metadata, post, text},
     parse_sse,
 };
 use fake_upstream::{DEFAULT_CONTENT, FakeUpstream, Garble, Rule};
@@ -24,36 +24,7 @@ const CLIENTS: [Client; 4] = [Client::Chat, Client::Messages, Client::Responses,
 const MODEL: &str = "openai/gpt-4o-mini";
 
 async fn start() -> (FakeUpstream, Gateway) {
-    let fake = FakeUpstream::start().await.unwrap();
-    let gw = Gateway::start_configured(tempfile::tempdir().unwrap(), |c| {
-        c.stream_readiness_timeout = BUDGET;
-        c.stream_idle_timeout = BUDGET;
-        c.fetch_timeout = BUDGET;
-    })
-    .await;
-    (fake, gw)
-}
-
-/// Whether the client's stream carries its protocol's normal end.
-fn ends_normally(client: Client, events: &[(Option<String>, Value)], raw: &str) -> bool {
-    match client {
-        Client::Chat => {
-            raw.contains("data: [DONE]") || events.iter().any(|(_, d)| d["choices"][0]["finish_reason"].is_string())
-        }
-        Client::Messages => events.iter().any(|(e, _)| e.as_deref() == Some("message_stop")),
-        Client::Responses => events.iter().any(|(_, d)| d["type"] == "response.completed"),
-        Client::Gemini => events.iter().any(|(_, d)| d["candidates"][0]["finishReason"].is_string()),
-    }
-}
-
-/// Whether the last event is the client protocol's error event.
-fn ends_with_error_event(client: Client, events: &[(Option<String>, Value)]) -> bool {
-    let Some((event, data)) = events.last() else { return false };
-    match client {
-        Client::Chat | Client::Gemini => data.get("error").is_some(),
-        Client::Messages => event.as_deref() == Some("error"),
-        Client::Responses => data["type"] == "response.failed",
-    }
+    Gateway::with_fake_and_budgets(BUDGET).await
 }
 
 /// The log row of the newest request.

@@ -9,7 +9,7 @@ mod common;
 
 use common::{
     Gateway,
-    clients::{Client, ask, base_url, leading_metadata, post, same_protocol_pairs, text},
+    clients::{Client, ask, base_url, ends_with_error_event, leading_metadata, post, same_protocol_pairs, text},
     sse_events,
 };
 use fake_upstream::{DEFAULT_CONTENT, FakeUpstream, Rule};
@@ -21,14 +21,7 @@ use tokio::time::Instant;
 const BUDGET: Duration = Duration::from_millis(400);
 
 async fn start() -> (FakeUpstream, Gateway) {
-    let fake = FakeUpstream::start().await.unwrap();
-    let gw = Gateway::start_configured(tempfile::tempdir().unwrap(), |c| {
-        c.stream_readiness_timeout = BUDGET;
-        c.stream_idle_timeout = BUDGET;
-        c.fetch_timeout = BUDGET;
-    })
-    .await;
-    (fake, gw)
+    Gateway::with_fake_and_budgets(BUDGET).await
 }
 
 /// A connection named `name` to the fake for `provider`: its key
@@ -45,16 +38,6 @@ fn on_key(key: &str, rule: Rule) -> Rule {
 
 fn selected(resp: &reqwest::Response) -> String {
     resp.headers()["x-omniroute-selected-connection-id"].to_str().unwrap().to_owned()
-}
-
-/// Whether the last event is the client protocol's error event.
-fn ends_with_error_event(client: Client, events: &[(Option<String>, Value)]) -> bool {
-    let Some((event, data)) = events.last() else { return false };
-    match client {
-        Client::Chat | Client::Gemini => data.get("error").is_some(),
-        Client::Messages => event.as_deref() == Some("error") && data["type"] == "error",
-        Client::Responses => data["type"] == "response.failed",
-    }
 }
 
 #[tokio::test]

@@ -5,6 +5,9 @@
 use super::{Gateway, sse_events as events};
 use serde_json::Value;
 
+/// An SSE stream's events: `(event name, data)`.
+pub type Events = [(Option<String>, Value)];
+
 #[derive(Clone, Copy, Debug)]
 pub enum Client {
     Chat,
@@ -110,4 +113,27 @@ pub fn same_protocol_pairs() -> [(Client, &'static Upstream); 4] {
         (Client::Responses, &UPSTREAMS[2]),
         (Client::Gemini, &UPSTREAMS[3]),
     ]
+}
+
+/// Whether the last event is the client protocol's error event.
+pub fn ends_with_error_event(client: Client, events: &Events) -> bool {
+    let Some((event, data)) = events.last() else { return false };
+    match client {
+        Client::Chat | Client::Gemini => data.get("error").is_some(),
+        Client::Messages => event.as_deref() == Some("error") && data["type"] == "error",
+        Client::Responses => data["type"] == "response.failed",
+    }
+}
+
+/// Whether a client's stream (`raw`, read as `events`) carries its
+/// protocol's normal end.
+pub fn ends_normally(client: Client, events: &Events, raw: &str) -> bool {
+    match client {
+        Client::Chat => {
+            raw.contains("data: [DONE]") || events.iter().any(|(_, d)| d["choices"][0]["finish_reason"].is_string())
+        }
+        Client::Messages => events.iter().any(|(e, _)| e.as_deref() == Some("message_stop")),
+        Client::Responses => events.iter().any(|(_, d)| d["type"] == "response.completed"),
+        Client::Gemini => events.iter().any(|(_, d)| d["candidates"][0]["finishReason"].is_string()),
+    }
 }

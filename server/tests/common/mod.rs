@@ -152,6 +152,19 @@ impl Gateway {
         (FakeUpstream::start().await.unwrap(), Self::start().await)
     }
 
+    /// A fake and a gateway whose readiness, idle and fetch budgets are all
+    /// `budget`: short, so that a hang shows as a failure.
+    pub async fn with_fake_and_budgets(budget: std::time::Duration) -> (FakeUpstream, Self) {
+        let fake = FakeUpstream::start().await.unwrap();
+        let gw = Self::start_configured(tempfile::tempdir().unwrap(), |c| {
+            c.stream_readiness_timeout = budget;
+            c.stream_idle_timeout = budget;
+            c.fetch_timeout = budget;
+        })
+        .await;
+        (fake, gw)
+    }
+
     /// Turns connection cooldowns off (base 0), for tests about plain
     /// failover where a cooled connection would change the attempt order.
     pub async fn without_cooldowns(&self) {
