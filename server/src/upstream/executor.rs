@@ -204,17 +204,15 @@ impl UpstreamResponse {
     /// (an answer that stops arriving is a stalled one, like a stream).
     pub async fn bytes_while_arriving(self, idle: Duration) -> Result<Bytes, TransportError> {
         let mut body = self.0.into_body();
-        let mut whole = Vec::new();
+        // Most answers come in one frame: that one is kept without a copy.
+        let mut parts: Vec<Bytes> = Vec::new();
         loop {
             match tokio::time::timeout(idle, body.frame()).await {
                 Err(_) => return Err(TransportError::Stalled(idle)),
-                Ok(None) => return Ok(Bytes::from(whole)),
+                Ok(None) if parts.len() == 1 => return Ok(parts.pop().unwrap_or_default()),
+                Ok(None) => return Ok(Bytes::from(parts.concat())),
                 Ok(Some(Err(e))) => return Err(TransportError::Network(e)),
-                Ok(Some(Ok(frame))) => {
-                    if let Ok(data) = frame.into_data() {
-                        whole.extend_from_slice(&data);
-                    }
-                }
+                Ok(Some(Ok(frame))) => parts.extend(frame.into_data().ok()),
             }
         }
     }

@@ -25,7 +25,7 @@
 //! model has stopped, a stall, a break or garbage ends the stream as the
 //! complete answer it already is.
 
-use app::types::{Protocol, settings::ThroughputWatchdogSettings};
+use app::types::Protocol;
 use bytes::Bytes;
 use futures_util::{Stream, stream::BoxStream};
 use std::{
@@ -34,17 +34,14 @@ use std::{
     task::{Context, Poll},
     time::Duration,
 };
-use tokio::time::{Instant, Sleep};
+use tokio::time::Instant;
 
 use super::{
     frames::{self, error_event},
-    progress::{Seen, Watch},
+    progress::Watch,
     whole::WholeEvents,
 };
-use crate::{
-    protocols::{ir, translate::StreamTranslator},
-    resilience::throughput::ThroughputWatchdog,
-};
+use crate::protocols::{ir, translate::StreamTranslator};
 
 /// How a relayed stream ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -110,81 +107,6 @@ pub trait Finish: Send + Unpin + 'static {
     /// `text` without the attempt's credential, for error text that
     /// reaches the client (an upstream may echo the key it was sent).
     fn redact(&self, text: &str) -> String;
-}
-
-/// The watchdog budgets of a relayed stream.
-#[derive(Clone, Debug)]
-pub struct Budgets {
-    /// No model output for this long aborts the stream (`STREAM_IDLE_TIMEOUT_MS`).
-    pub stall: Duration,
-    /// Upstream silence this long sends a keepalive (`SSE_HEARTBEAT_INTERVAL_MS`).
-    pub heartbeat: Duration,
-    /// The throughput watchdog, when enabled.
-    pub throughput: Option<ThroughputWatchdogSettings>,
-}
-
-/// The throughput watchdog of one stream and its next scheduled check.
-struct Throughput {
-    watchdog: ThroughputWatchdog,
-    check: Pin<Box<Sleep>>,
-    started: Instant,
-}
-
-impl Throughput {
-    fn ms(&self, at: Instant) -> u64 {
-        u64::try_from(at.duration_since(self.started).as_millis()).unwrap_or(u64::MAX)
-    }
-
-    /// Records a chunk's output (if any) and judges the stream now;
-    /// true means abort.
-    fn judge(&mut self, seen: Option<&Seen>) -> bool {
-        let now = self.ms(Instant::now());
-        if let Some(s) = seen.filter(|s| s.output) {
-            let bytes = u64::try_from(s.useful_bytes).unwrap_or(u64::MAX);
-            self.watchdog.record(now, bytes, s.protected == Some(true));
-        }
-        if self.watchdog.too_slow(now) {
-            return true;
-        }
-        let next = self.started + Duration::from_millis(self.watchdog.next_check(now));
-        self.check.as_mut().reset(next);
-        false
-    }
-}
-
-/// A budget that runs from the last time something happened. Touching it
-/// only notes the time; its timer is re-armed lazily when it fires early,
-/// so a busy stream costs no timer operation per chunk.
-struct Idle {
-    budget: Duration,
-    last: Instant,
-    timer: Pin<Box<Sleep>>,
-}
-
-impl Idle {
-    fn new(budget: Duration) -> Self {
-        let now = Instant::now();
-        Self { budget, last: now, timer: Box::pin(tokio::time::sleep_until(now + budget)) }
-    }
-
-    fn touch(&mut self, now: Instant) {
-        self.last = now;
-    }
-
-    /// Whether the budget ran out since the last touch (registers the
-    /// waker otherwise).
-    fn poll_expired(&mut self, cx: &mut Context<'_>) -> bool {
-        loop {
-            if self.timer.as_mut().poll(cx).is_pending() {
-                return false;
-            }
-            let due = self.last + self.budget;
-            if due <= Instant::now() {
-                return true;
-            }
-            self.timer.as_mut().reset(due);
-        }
-    }
 }
 
 /// What `poll_upstream` has for the client.
@@ -264,15 +186,7 @@ impl<F: Finish> Relay<F> {
             whole: committed.whole,
             stall: Idle::new(budgets.stall),
             heartbeat: Idle::new(budgets.heartbeat),
-            throughput: budgets.throughput.map(|cfg| {
-                let started = Instant::now();
-                let first = started + Duration::from_millis(cfg.warmup_ms.saturating_add(cfg.window_ms));
-                Throughput {
-                    watchdog: ThroughputWatchdog::new(cfg),
-                    check: Box::pin(tokio::time::sleep_until(first)),
-                    started,
-                }
-            }),
+            throughput: budgets.throughput.map(Throughput::start),
             client,
             translator,
             upstream_error: None,
@@ -530,5 +444,8 @@ impl<F: Finish> Drop for Relay<F> {
 mod continuation;
 #[cfg(test)]
 mod tests;
+mod watchdogs;
 
 pub use continuation::{Continuation, Resume, Resumes};
+pub use watchdogs::Budgets;
+use watchdogs::{Idle, Throughput};
