@@ -115,8 +115,10 @@ async fn measure(pid: u32, gw: &str, fake: &str, burst: u64, settle: Duration, m
     let api = |m: reqwest::Method, path: &str| http.request(m, format!("{gw}{path}")).bearer_auth("heap-key");
     let conn = json!({"provider": "openai", "name": "slow", "apiKey": "sk-heap", "baseUrl": format!("{fake}/v1")});
     api(reqwest::Method::POST, "/api/providers").json(&conn).send().await?.error_for_status()?;
-    // One event, then the stream stays open until the client leaves.
-    let rule = json!({"stallAfterChunks": 1});
+    // The role chunk and the first word, then the stream stays open until
+    // the client leaves (a role chunk alone commits nothing: the stream
+    // would wait for its readiness timeout).
+    let rule = json!({"stallAfterChunks": 2});
     http.post(format!("{fake}/_control/rules")).json(&rule).send().await?.error_for_status()?;
     let start = rss_kb(pid)?;
 

@@ -13,7 +13,7 @@ use serde_json::json;
 
 use app::types::Protocol;
 
-use super::{context::SELECTED_CONNECTION, refusals::Refused};
+use super::context::SELECTED_CONNECTION;
 use crate::{protocols::gemini_inbound, state::AppState, store::AttemptRecord};
 
 #[derive(Debug, Clone)]
@@ -83,11 +83,6 @@ impl ProxyError {
     /// `Retry-After`).
     pub fn is_retryable(status: StatusCode) -> bool {
         matches!(status.as_u16(), 429 | 502 | 503 | 504 | 529)
-    }
-
-    /// 400 naming the offending field.
-    pub fn bad_field(param: impl Into<Box<str>>, message: impl Into<String>) -> Self {
-        Refused::InvalidField.of_field(param, message)
     }
 }
 

@@ -105,6 +105,11 @@ impl Refused {
     }
 }
 
+/// 400 naming the offending field of the body.
+pub fn bad_field(field: impl Into<Box<str>>, message: impl Into<String>) -> ProxyError {
+    Refused::InvalidField.of_field(field, message)
+}
+
 /// A model that resolves to no one target: unknown (404) or ambiguous
 /// (400, naming the providers that serve it).
 pub fn unresolved(e: &ResolveError) -> ProxyError {

@@ -14,7 +14,7 @@ use std::{ops::Range, sync::OnceLock};
 
 use super::{
     errors::ProxyError,
-    refusals::Refused,
+    refusals::{Refused, bad_field},
     session::{BodyIds, body_session_key, first_text_session_key, session_key},
 };
 use crate::{
@@ -92,13 +92,13 @@ impl ClientRequest {
         }
         let head: Head<'_> = serde_json::from_slice(&body).map_err(invalid_json)?;
         let (model, model_span) = match head.model {
-            None => return Err(ProxyError::bad_field("model", "`model` is required")),
+            None => return Err(bad_field("model", "`model` is required")),
             Some(raw) => match serde_json::from_str::<String>(raw.get()) {
                 Ok(m) if !m.trim().is_empty() => {
                     let start = raw.get().as_ptr() as usize - body.as_ptr() as usize;
                     (m, start..start + raw.get().len())
                 }
-                _ => return Err(ProxyError::bad_field("model", "`model` must be a non-empty string")),
+                _ => return Err(bad_field("model", "`model` must be a non-empty string")),
             },
         };
         if protocol == Protocol::Responses && head.background.is_some_and(|b| b.get() == "true") {
@@ -111,29 +111,29 @@ impl ClientRequest {
         }
         if protocol == Protocol::Responses {
             match head.input.map(|i| i.get().trim_start()) {
-                None => return Err(ProxyError::bad_field("input", "`input` is required")),
+                None => return Err(bad_field("input", "`input` is required")),
                 Some(i) if i.starts_with('"') && i != "\"\"" => {}
                 Some(i) if i.strip_prefix('[').is_some_and(|rest| !rest.trim_start().starts_with(']')) => {}
-                Some(_) => return Err(ProxyError::bad_field("input", "`input` must be a non-empty string or array")),
+                Some(_) => return Err(bad_field("input", "`input` must be a non-empty string or array")),
             }
         } else {
             match head.messages.map(|m| m.get().trim_start().strip_prefix('[').map(str::trim_start)) {
-                None => return Err(ProxyError::bad_field("messages", "`messages` is required")),
+                None => return Err(bad_field("messages", "`messages` is required")),
                 Some(Some(rest)) if !rest.starts_with(']') => {}
-                Some(_) => return Err(ProxyError::bad_field("messages", "`messages` must be a non-empty array")),
+                Some(_) => return Err(bad_field("messages", "`messages` must be a non-empty array")),
             }
         }
         if protocol == Protocol::Anthropic {
             match head.max_tokens.map(|v| v.get().parse::<u64>()) {
-                None => return Err(ProxyError::bad_field("max_tokens", "`max_tokens` is required")),
+                None => return Err(bad_field("max_tokens", "`max_tokens` is required")),
                 Some(Ok(n)) if n > 0 => {}
-                Some(_) => return Err(ProxyError::bad_field("max_tokens", "`max_tokens` must be a positive integer")),
+                Some(_) => return Err(bad_field("max_tokens", "`max_tokens` must be a positive integer")),
             }
         }
         let stream = match head.stream.map(|v| v.get()) {
             None | Some("null") | Some("false") => false,
             Some("true") => true,
-            Some(_) => return Err(ProxyError::bad_field("stream", "`stream` must be a boolean")),
+            Some(_) => return Err(bad_field("stream", "`stream` must be a boolean")),
         };
         let ids = BodyIds {
             metadata: head.metadata,
@@ -159,7 +159,7 @@ impl ClientRequest {
         let head: GeminiHead<'_> = serde_json::from_slice(&body).map_err(invalid_json)?;
         match head.contents.map(|c| c.get().trim_start().strip_prefix('[').map(str::trim_start)) {
             Some(Some(rest)) if !rest.starts_with(']') => {}
-            _ => return Err(ProxyError::bad_field("contents", "`contents` must be a non-empty array")),
+            _ => return Err(bad_field("contents", "`contents` must be a non-empty array")),
         }
         Ok(Self::new(Protocol::Gemini, model.to_owned(), stream, body, None, session_key(headers), headers))
     }
@@ -213,7 +213,7 @@ impl ClientRequest {
     /// changes its internal representation, and every target's body is
     /// written from that, never spliced from the client's.
     pub fn derived(&self, model: &str, stream: bool, edit: impl FnOnce(&mut ir::Request)) -> Result<Self, ProxyError> {
-        let mut ir = self.ir().map_err(|e| ProxyError::bad_field(e.field.clone(), e.to_string()))?.clone();
+        let mut ir = self.ir().map_err(|e| bad_field(e.field.clone(), e.to_string()))?.clone();
         edit(&mut ir);
         let ir_cell = OnceLock::new();
         let _ = ir_cell.set(Ok(ir));
@@ -286,11 +286,11 @@ impl ClientRequest {
         if target == self.protocol && !self.continuation {
             return Ok(self.spliced(model));
         }
-        let ir = self.ir().map_err(|e| ProxyError::bad_field(e.field.clone(), e.to_string()))?;
+        let ir = self.ir().map_err(|e| bad_field(e.field.clone(), e.to_string()))?;
         let mut req = ir.clone();
         req.model = model.to_owned();
         req.stream = self.stream;
-        translate::write_request(target, &req).map_err(|e| ProxyError::bad_field(e.field.clone(), e.to_string()))
+        translate::write_request(target, &req).map_err(|e| bad_field(e.field.clone(), e.to_string()))
     }
 
     /// The client's body with `model` replaced (as is when the model is

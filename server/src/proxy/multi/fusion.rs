@@ -28,7 +28,7 @@ use crate::{
     protocols::ir,
     proxy::{
         errors::ProxyError,
-        refusals::Refused,
+        refusals::{Refused, bad_field},
         request::ClientRequest,
         route::{self, Inbound},
     },
@@ -52,7 +52,7 @@ pub async fn serve(
     if panel.len() > tuning.max_panel as usize {
         let why =
             format!("fusion combo {} has {} targets; its maxPanel is {}", combo.name, panel.len(), tuning.max_panel);
-        return Err(ProxyError::bad_field("model", why));
+        return Err(bad_field("model", why));
     }
     let explicit_judge = combo.config.judge_model.as_ref().map(|model| ComboTarget {
         model: model.clone(),

@@ -26,7 +26,7 @@ use crate::{
     protocols::ir,
     proxy::{
         errors::ProxyError,
-        refusals::Refused,
+        refusals::{Refused, bad_field},
         request::ClientRequest,
         route::{self, Inbound},
     },
@@ -61,7 +61,7 @@ pub async fn serve(
         }
         previous = Some(step_text(state, &step_req, inbound, step, (i + 1, combo)).await?);
     }
-    Err(ProxyError::bad_field("model", format!("pipeline combo {} has no targets", combo.name)))
+    Err(bad_field("model", format!("pipeline combo {} has no targets", combo.name)))
 }
 
 /// Step `n`'s text, tried again on a transient failure as the combo says.
