@@ -13,10 +13,13 @@ pub const DEFAULT_DATA_DIR: &str = "./data";
 pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 30_000;
 /// Time until the upstream response starts (`FETCH_TIMEOUT_MS`).
 pub const DEFAULT_FETCH_TIMEOUT_MS: u64 = 600_000;
+/// The time budget the attempts of one request share, from its first
+/// attempt (`OMNIROUTE_REQUEST_DEADLINE_MS`).
+pub const DEFAULT_REQUEST_DEADLINE_MS: u64 = 600_000;
 /// Time to a stream's first useful event (`STREAM_READINESS_TIMEOUT_MS`).
 pub const DEFAULT_STREAM_READINESS_TIMEOUT_MS: u64 = 80_000;
 /// Longest silence of a committed stream (`STREAM_IDLE_TIMEOUT_MS`).
-pub const DEFAULT_STREAM_IDLE_TIMEOUT_MS: u64 = 600_000;
+pub const DEFAULT_STREAM_IDLE_TIMEOUT_MS: u64 = 120_000;
 /// Keepalive period for waiting stream clients (`SSE_HEARTBEAT_INTERVAL_MS`).
 pub const DEFAULT_SSE_HEARTBEAT_INTERVAL_MS: u64 = 15_000;
 /// How long shutdown waits for in-flight requests and streams.
@@ -96,6 +99,9 @@ pub struct Config {
     pub log_json: bool,
     pub connect_timeout: Duration,
     pub fetch_timeout: Duration,
+    /// The time budget the attempts of one request share, counted from its
+    /// first attempt (`OMNIROUTE_REQUEST_DEADLINE_MS`).
+    pub request_deadline: Duration,
     /// Time from the start of a stream attempt to its first useful event
     /// (`STREAM_READINESS_TIMEOUT_MS`), the wait for headers included.
     pub stream_readiness_timeout: Duration,
@@ -224,6 +230,7 @@ impl Config {
             log_json: get("OMNIROUTE_LOG_FORMAT").is_some_and(|f| f.eq_ignore_ascii_case("json")),
             connect_timeout: parse_ms(env, "FETCH_CONNECT_TIMEOUT_MS", DEFAULT_CONNECT_TIMEOUT_MS)?,
             fetch_timeout: parse_ms(env, "FETCH_TIMEOUT_MS", DEFAULT_FETCH_TIMEOUT_MS)?,
+            request_deadline: parse_ms(env, "OMNIROUTE_REQUEST_DEADLINE_MS", DEFAULT_REQUEST_DEADLINE_MS)?,
             stream_readiness_timeout: parse_ms(
                 env,
                 "STREAM_READINESS_TIMEOUT_MS",
@@ -350,10 +357,11 @@ mod tests {
         let c = Config::resolve(&Flags::default(), &HashMap::new()).unwrap();
         assert_eq!((c.host.as_str(), c.port), (DEFAULT_HOST, DEFAULT_PORT));
         assert_eq!(c.database_url, "sqlite://./data/omniroute.db");
-        assert_eq!(c.fetch_timeout, Duration::from_millis(600_000));
+        assert_eq!((c.fetch_timeout, c.request_deadline), (Duration::from_secs(600), Duration::from_secs(600)));
         assert_eq!(
             (c.stream_readiness_timeout, c.stream_idle_timeout),
-            (Duration::from_secs(80), Duration::from_secs(600))
+            (Duration::from_secs(80), Duration::from_secs(120)),
+            "SPEC §R6: a silent stream is ended after two minutes, not the original's ten"
         );
         let c = Config::resolve(&Flags::default(), &env(&[("STREAM_READINESS_TIMEOUT_MS", "250")])).unwrap();
         assert_eq!(c.stream_readiness_timeout, Duration::from_millis(250));

@@ -253,6 +253,7 @@ async fn serve_plan(
         resume: inbound.resume.as_ref().map(|r| r as &dyn super::stream::relay::Resumes),
         continuing: inbound.continuing,
         handoff,
+        deadline: dispatch::RequestDeadline::new(state.config.request_deadline),
     };
     let served = dispatch::run(state, snapshot, plan, &caller, |protocol, model| req.body_for(protocol, model));
     let mut response = served.await?;

@@ -11,8 +11,9 @@ use bytes::Bytes;
 use tokio::time::Instant;
 
 use super::{
-    attempt::{AttemptGuard, execution_bound, execution_timeout, transport_failure},
+    attempt::{AttemptGuard, transport_failure},
     call::{Call, Tried},
+    deadline::Limit,
 };
 use crate::{
     protocols::translate,
@@ -29,16 +30,12 @@ use crate::{
 pub(super) async fn json(state: &AppState, call: &Call<'_>, mut guard: AttemptGuard, resp: UpstreamResponse) -> Tried {
     let upstream = guard.conn.provider.protocol;
     let client = call.caller.client;
-    let (until, execution_ends) = execution_bound(&guard, Instant::now() + state.config.fetch_timeout);
+    let limit = Limit::of(&guard, &call.caller.deadline, Instant::now(), state.config.fetch_timeout);
     let idle = state.config.stream_idle_timeout;
-    let body = match tokio::time::timeout_at(until, resp.bytes_while_arriving(idle)).await {
+    let body = match tokio::time::timeout_at(limit.at, resp.bytes_while_arriving(idle)).await {
         Ok(Ok(body)) => body,
         Ok(Err(e)) => return Tried::Failed(transport_failure(&mut guard, &e, None)),
-        Err(_) if execution_ends => return Tried::Failed(execution_timeout(&mut guard)),
-        Err(_) => {
-            let e = TransportError::Timeout(state.config.fetch_timeout);
-            return Tried::Failed(transport_failure(&mut guard, &e, None));
-        }
+        Err(_) => return Tried::Failed(limit.expired(&mut guard, None)),
     };
     let body = if upstream == client {
         let usage = match usage::read_answer(&body) {

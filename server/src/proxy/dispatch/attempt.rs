@@ -271,25 +271,24 @@ pub fn truncate(s: &str, max: usize) -> String {
     }
 }
 
-/// The earlier of `deadline` and the end of the request's execution limit
-/// (SPEC §R5), and whether it is the execution limit.
-pub(super) fn execution_bound(guard: &AttemptGuard, deadline: tokio::time::Instant) -> (tokio::time::Instant, bool) {
-    match guard.executing() {
-        Some(e) if e.deadline <= deadline => (e.deadline, true),
-        _ => (deadline, false),
-    }
-}
-
 /// The answer took longer than `executionMaxWaitMs`: the gateway's own
-/// failure (a row, no engine report); the next connection may serve.
+/// failure; the next connection may serve.
 pub(super) fn execution_timeout(guard: &mut AttemptGuard) -> Failure {
     let message = match guard.executing() {
         Some(e) => queue::execution_message(e.slot.queue(), e.limit),
         None => "the request exceeded its execution limit".to_owned(),
     };
-    let code = FailureCode::ExecutionTimeout;
-    guard.log_failure(Some(504), code.as_str(), &message);
-    Failure { connection_id: guard.conn.id.clone(), status: Some(504), retry_after: None, message, code: Some(code) }
+    local_failure(guard, FailureCode::ExecutionTimeout, message)
+}
+
+/// A failure of the gateway's own on a started attempt (one of the
+/// request's limits cut it short): a row with the code as its reason, no
+/// engine report.
+pub(super) fn local_failure(guard: &mut AttemptGuard, code: FailureCode, message: String) -> Failure {
+    let status = code.answer().0.as_u16();
+    guard.log_failure(Some(status), code.as_str(), &message);
+    let connection_id = guard.conn.id.clone();
+    Failure { connection_id, status: Some(status), retry_after: None, message, code: Some(code), timed_out: false }
 }
 
 /// A failure with no HTTP answer (connect, reset, timeout): the engine
@@ -301,7 +300,8 @@ pub(super) fn transport_failure(guard: &mut AttemptGuard, e: &TransportError, co
         Some(e.kind()),
         &message,
     );
-    Failure { connection_id: guard.conn.id.clone(), status: None, retry_after: None, message, code }
+    let timed_out = matches!(e, TransportError::Timeout(_) | TransportError::Stalled(_));
+    Failure { connection_id: guard.conn.id.clone(), status: None, retry_after: None, message, code, timed_out }
 }
 
 /// The egress-bucketed lock (SPEC §R7): a quota or rate-limit 429 on

@@ -7,7 +7,7 @@ use axum::{http::HeaderMap, response::Response};
 use bytes::Bytes;
 use std::{sync::Arc, time::Duration};
 
-use super::permits;
+use super::{deadline::RequestDeadline, permits};
 use crate::proxy::{request::ClientRequest, stream::relay::Resumes};
 use crate::{
     auth::api_keys::KeyEntry,
@@ -51,6 +51,8 @@ pub struct Caller<'a> {
     /// A `context-relay` handoff (`proxy::handoff`): every connection but
     /// the one named serves the request carrying the handoff's note.
     pub handoff: Option<(&'a str, &'a ClientRequest)>,
+    /// The time budget its attempts share.
+    pub deadline: RequestDeadline,
 }
 
 impl<'a> Caller<'a> {
@@ -73,6 +75,9 @@ pub struct Call<'a> {
     pub handoff: Option<(&'a str, Bytes)>,
     /// A combo's `targetTimeoutMs`: the longest wait for an answer to start.
     pub timeout: Option<Duration>,
+    /// Another combo target follows: an attempt that times out passes the
+    /// request on to it rather than to this target's next connection.
+    pub next_target: bool,
 }
 
 /// Why one attempt did not produce the answer.
@@ -85,6 +90,9 @@ pub struct Failure {
     /// The client's error code when this failure is the last (a stream
     /// that never became ready).
     pub(super) code: Option<FailureCode>,
+    /// The upstream took too long (a timeout, or an answer that stopped
+    /// arriving).
+    pub(super) timed_out: bool,
 }
 
 /// A failure the client's answer names by its own code.
@@ -107,6 +115,9 @@ pub enum FailureCode {
     /// `504 RATE_LIMIT_EXECUTION_TIMEOUT`: the answer took longer than
     /// `executionMaxWaitMs` (§R5).
     ExecutionTimeout,
+    /// `504 REQUEST_DEADLINE_EXCEEDED`: the request's time budget ran out
+    /// (`deadline`).
+    RequestDeadline,
 }
 
 impl FailureCode {
@@ -132,6 +143,7 @@ impl FailureCode {
             Self::QueueTimeout => (S::SERVICE_UNAVAILABLE, "rate_limit_error", "RATE_LIMIT_QUEUE_TIMEOUT"),
             Self::QueueWedged => (S::SERVICE_UNAVAILABLE, "server_error", "RATE_LIMIT_QUEUE_WEDGED"),
             Self::ExecutionTimeout => (S::GATEWAY_TIMEOUT, "server_error", "RATE_LIMIT_EXECUTION_TIMEOUT"),
+            Self::RequestDeadline => (S::GATEWAY_TIMEOUT, "server_error", "REQUEST_DEADLINE_EXCEEDED"),
         }
     }
 }
@@ -164,6 +176,8 @@ pub struct TargetRun<'a> {
 pub struct Unserved {
     pub(super) failures: Vec<Failure>,
     pub excluded: Vec<Exclusion>,
+    /// Connections were left untried: the request's deadline had passed.
+    pub(super) out_of_time: bool,
 }
 
 impl Unserved {

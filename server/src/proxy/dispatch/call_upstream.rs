@@ -7,8 +7,9 @@ use std::{sync::Arc, time::Duration};
 
 use super::{
     answer,
-    attempt::{AttemptGuard, Failed, execution_bound, execution_timeout, transport_failure},
+    attempt::{AttemptGuard, Failed, transport_failure},
     call::{Call, Failure, FailureCode, NO_HEADERS, Tried},
+    deadline::Limit,
     queue, streaming,
 };
 use crate::{
@@ -30,9 +31,9 @@ pub(super) async fn attempt(state: &Arc<AppState>, call: &Call<'_>, mut guard: A
     let upstream = conn.provider.protocol;
     let stream = call.caller.stream;
     // A stream's readiness budget covers the wait for its headers too.
-    let limit = if stream { state.config.stream_readiness_timeout } else { state.config.fetch_timeout };
-    let limit = call.timeout.map_or(limit, |t| t.min(limit));
-    let deadline = guard.started() + limit;
+    let own = if stream { state.config.stream_readiness_timeout } else { state.config.fetch_timeout };
+    let own = call.timeout.map_or(own, |t| t.min(own));
+    let limit = Limit::of(&guard, &call.caller.deadline, guard.started(), own);
     let extra = if upstream == call.caller.client { call.caller.passthrough_headers } else { &*NO_HEADERS };
     let path = translate::upstream_path(upstream, &call.target.model, stream);
     let body = match &call.handoff {
@@ -40,18 +41,8 @@ pub(super) async fn attempt(state: &Arc<AppState>, call: &Call<'_>, mut guard: A
         _ => call.body.clone(),
     };
     let post = state.upstream.post(&conn.endpoint, &path, body, stream, extra);
-    let (until, execution_ends) = execution_bound(&guard, deadline);
-    let sent = match tokio::time::timeout_at(until, post).await {
-        Ok(sent) => sent,
-        Err(_) if execution_ends => return Tried::Failed(execution_timeout(&mut guard)),
-        Err(_) if stream => {
-            let e = TransportError::Timeout(limit);
-            return Tried::Failed(transport_failure(&mut guard, &e, Some(FailureCode::ReadinessTimeout)));
-        }
-        Err(_) => {
-            let e = TransportError::Timeout(limit);
-            return Tried::Failed(transport_failure(&mut guard, &e, None));
-        }
+    let Ok(sent) = tokio::time::timeout_at(limit.at, post).await else {
+        return Tried::Failed(limit.expired(&mut guard, stream.then_some(FailureCode::ReadinessTimeout)));
     };
     let resp = match sent {
         Ok(resp) => resp,
@@ -61,10 +52,10 @@ pub(super) async fn attempt(state: &Arc<AppState>, call: &Call<'_>, mut guard: A
     queue::follow(guard.executing(), resp.headers());
     state.routing.quotas.observe(&conn.id, &call.target.model, resp.headers(), state.engine.now());
     if !resp.status().is_success() {
-        return error_status(state, call, guard, resp, deadline).await;
+        return error_status(state, call, guard, resp, limit).await;
     }
     if stream {
-        streaming::open(state, call, guard, resp, deadline).await
+        streaming::open(state, call, guard, resp, limit).await
     } else {
         answer::json(state, call, guard, resp).await
     }
@@ -90,12 +81,15 @@ async fn error_status(
     call: &Call<'_>,
     mut guard: AttemptGuard,
     resp: UpstreamResponse,
-    deadline: tokio::time::Instant,
+    limit: Limit,
 ) -> Tried {
     let status = resp.status().as_u16();
     let headers = resp.headers().clone();
-    let until = deadline.min(tokio::time::Instant::now() + ERROR_BODY_TIMEOUT);
-    let Ok(raw) = tokio::time::timeout_at(until, resp.read_limited(MAX_ERROR_BODY)).await else {
+    let own = tokio::time::Instant::now() + ERROR_BODY_TIMEOUT;
+    let Ok(raw) = tokio::time::timeout_at(own.min(limit.at), resp.read_limited(MAX_ERROR_BODY)).await else {
+        if limit.at < own {
+            return Tried::Failed(limit.expired(&mut guard, None));
+        }
         let e = TransportError::Timeout(ERROR_BODY_TIMEOUT);
         return Tried::Failed(transport_failure(&mut guard, &e, None));
     };
@@ -125,6 +119,7 @@ async fn error_status(
         retry_after: outcome.retry_after_secs,
         message: guard.conn.redact(&message),
         code: None,
+        timed_out: false,
     })
 }
 

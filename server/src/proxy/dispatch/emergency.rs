@@ -55,7 +55,7 @@ pub async fn fallback(
     match serve_target(
         state,
         snapshot,
-        To { target: &target, pinned: None, combo: false, timeout: None },
+        To { target: &target, pinned: None, combo: false, timeout: None, next_target: false },
         caller,
         settings,
         body_for,

@@ -82,6 +82,9 @@ pub enum DispatchError {
     Combo(Arc<Combo>, Trail),
     /// The combo's `comboTimeoutMs` (the last field) passed before a target served.
     ComboTimeout(Arc<Combo>, Trail, u64),
+    /// The request's shared deadline (`OMNIROUTE_REQUEST_DEADLINE_MS`, the
+    /// last field) passed with targets or connections still untried.
+    RequestDeadline(Trail, u64),
 }
 
 impl std::fmt::Debug for Trail {
@@ -112,6 +115,7 @@ impl From<DispatchError> for ProxyError {
                 None => nothing_executable(&combo, &trail),
             },
             DispatchError::ComboTimeout(combo, trail, ms) => combo_timeout(&combo, &trail, ms),
+            DispatchError::RequestDeadline(trail, ms) => deadline_exceeded(&trail, ms),
         }
     }
 }
@@ -136,18 +140,8 @@ fn unattempted_target(trail: &Trail) -> ProxyError {
 /// `504 COMBO_TIMEOUT`: the combo's time ran out with targets left.
 fn combo_timeout(combo: &Combo, trail: &Trail, ms: u64) -> ProxyError {
     let pool = combo.targets.len();
-    let tried: Vec<String> = trail
-        .tried
-        .iter()
-        .map(|(provider, failures)| {
-            let status = failures.last().and_then(|f| f.status).map_or("no answer".to_owned(), |s| s.to_string());
-            format!("{provider} ({status})")
-        })
-        .collect();
-    let shown = tried.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
-    let more = if tried.len() > 5 { format!(", ... (+{})", tried.len() - 5) } else { String::new() };
     let attempted = trail.tried.len();
-    let message = format!("Combo global timeout ({ms}ms) after {attempted}/{pool} targets | tried: {shown}{more}");
+    let message = format!("Combo global timeout ({ms}ms) after {attempted}/{pool} targets | tried: {}", tried(trail));
     tracing::warn!(combo = %combo.name, timeout_ms = ms, attempted, "combo timed out");
     let code = "COMBO_TIMEOUT";
     ProxyError::new(StatusCode::GATEWAY_TIMEOUT, "server_error", code, message)
@@ -163,6 +157,32 @@ fn combo_timeout(combo: &Combo, trail: &Trail, ms: u64) -> ProxyError {
         .header("x-omniroute-combo-pool-size", pool)
         .header("x-omniroute-combo-attempted", attempted)
         .header("x-omniroute-combo-terminal-reason", "combo_timeout")
+}
+
+/// `504 REQUEST_DEADLINE_EXCEEDED`: the request's time budget ran out
+/// with targets or connections left.
+fn deadline_exceeded(trail: &Trail, ms: u64) -> ProxyError {
+    let attempts: usize = trail.tried.iter().map(|(_, failures)| failures.len()).sum();
+    let message = format!(
+        "The request's time budget ({ms}ms, OMNIROUTE_REQUEST_DEADLINE_MS) ran out after {attempts} attempt(s) | tried: {}",
+        tried(trail)
+    );
+    ProxyError::new(StatusCode::GATEWAY_TIMEOUT, "server_error", "REQUEST_DEADLINE_EXCEEDED", message)
+}
+
+/// The targets tried, each with its last status: `openai (429), glm (no answer)`.
+fn tried(trail: &Trail) -> String {
+    let tried: Vec<String> = trail
+        .tried
+        .iter()
+        .map(|(provider, failures)| {
+            let status = failures.last().and_then(|f| f.status).map_or("no answer".to_owned(), |s| s.to_string());
+            format!("{provider} ({status})")
+        })
+        .collect();
+    let shown = tried.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+    let more = if tried.len() > 5 { format!(", ... (+{})", tried.len() - 5) } else { String::new() };
+    format!("{shown}{more}")
 }
 
 /// Every connection failed: answer with the last failure.
@@ -335,7 +355,14 @@ mod tests {
     use crate::proxy::dispatch::FailureCode;
 
     fn failure(status: Option<u16>, id: &str, code: Option<FailureCode>) -> Failure {
-        Failure { connection_id: id.into(), status, retry_after: Some(7), message: "boom".into(), code }
+        Failure {
+            connection_id: id.into(),
+            status,
+            retry_after: Some(7),
+            message: "boom".into(),
+            code,
+            timed_out: false,
+        }
     }
 
     #[test]

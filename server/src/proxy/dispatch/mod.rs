@@ -24,6 +24,7 @@ pub mod attempt;
 mod call;
 mod call_upstream;
 mod combo_wait;
+mod deadline;
 mod emergency;
 pub mod error;
 mod gates;
@@ -50,6 +51,7 @@ use crate::{
 use self::call::{caller_row, log_row};
 pub use self::{
     call::{Call, Caller, Failure, FailureCode, TargetRun, Unserved},
+    deadline::RequestDeadline,
     target::{Served, To, serve_target, try_connections},
 };
 
@@ -73,14 +75,18 @@ pub async fn run(
     let combo_timeout = plan.combo.as_ref().and_then(|c| Some((c, c.config.combo_timeout_ms.filter(|ms| *ms > 0)?)));
     loop {
         let mut trail = Trail::default();
-        for planned in &plan.targets {
+        for (i, planned) in plan.targets.iter().enumerate() {
             let Some(target) = &planned.target else {
                 trail.skip(planned, gates::Skip::new(gates::SkipReason::NoConnection, None));
                 continue;
             };
+            if caller.deadline.passed() {
+                return Err(DispatchError::RequestDeadline(trail, caller.deadline.budget_ms()));
+            }
             let (provider, pinned) = (target.provider, planned.pinned.as_deref());
             let tried_at = tokio::time::Instant::now();
-            let to = To { target, pinned, combo, timeout };
+            let next_target = combo && i + 1 < plan.targets.len();
+            let to = To { target, pinned, combo, timeout, next_target };
             match serve_target(state, snapshot, to, caller, &settings, &body_for).await? {
                 Err(Served::Skipped(skip)) => {
                     trail.skip(planned, skip);
@@ -106,7 +112,11 @@ pub async fn run(
                         state.engine.record_target_failure(provider.id, provider.category, pinned, window);
                         state.routing.combo_states.failed(&c.name, &planned.key);
                     }
+                    let out_of_time = unserved.out_of_time;
                     trail.unserved(planned, provider.id, unserved);
+                    if out_of_time {
+                        return Err(DispatchError::RequestDeadline(trail, caller.deadline.budget_ms()));
+                    }
                 }
             }
             if let Some((combo, ms)) = combo_timeout.filter(|(_, ms)| started.elapsed() >= Duration::from_millis(*ms)) {
@@ -123,6 +133,9 @@ pub async fn run(
         } else {
             None
         };
+        if wait.is_some() && caller.deadline.passed() {
+            return Err(DispatchError::RequestDeadline(trail, caller.deadline.budget_ms()));
+        }
         let (Some(ms), Some(target)) = (wait, plan.targets.iter().find_map(|p| p.target.as_ref())) else {
             if let Some(response) = emergency::fallback(state, snapshot, plan, caller, &settings, &body_for).await? {
                 return Ok(response);

@@ -133,6 +133,7 @@ impl Failure {
             retry_after: Some(retry_after),
             message,
             code: Some(code),
+            timed_out: false,
         }
     }
 }

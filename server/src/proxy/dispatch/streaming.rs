@@ -13,12 +13,12 @@ use axum::{
     response::Response,
 };
 use std::sync::atomic::Ordering;
-use tokio::time::Instant;
 
 use super::{
     answer::insert_connection,
     attempt::{AttemptGuard, Failed},
     call::{Call, Failure, FailureCode, NO_HEADERS, Tried},
+    deadline::{EndedBy, Limit},
 };
 use crate::{
     protocols::translate::StreamTranslator,
@@ -36,7 +36,7 @@ pub(super) async fn open(
     call: &Call<'_>,
     mut guard: AttemptGuard,
     resp: UpstreamResponse,
-    deadline: Instant,
+    limit: Limit,
 ) -> Tried {
     let conn = guard.conn.clone();
     let upstream = conn.provider.protocol;
@@ -46,8 +46,11 @@ pub(super) async fn open(
         .flatten();
     let mut body = resp.into_stream();
     let mut watch = Watch::new(upstream);
-    let mut ready = match readiness::first_event(&mut body, &mut watch, deadline).await {
+    let mut ready = match readiness::first_event(&mut body, &mut watch, limit.at).await {
         Ok(ready) => ready,
+        Err(NotReady::Timeout) if !matches!(limit.by, EndedBy::Own(_)) => {
+            return Tried::Failed(limit.expired(&mut guard, None));
+        }
         Err(why) => return not_ready(&mut guard, why, state),
     };
     let recovered = &call.caller.recovered;
@@ -97,6 +100,7 @@ fn not_ready(guard: &mut AttemptGuard, why: NotReady, state: &AppState) -> Tried
         retry_after: None,
         message,
         code,
+        timed_out: code == Some(FailureCode::ReadinessTimeout),
     };
     let (message, kind, code) = match why {
         NotReady::EarlyEof => {

@@ -33,6 +33,8 @@ pub struct To<'a> {
     pub combo: bool,
     /// Its combo's `targetTimeoutMs`.
     pub timeout: Option<Duration>,
+    /// Another combo target follows this one.
+    pub next_target: bool,
 }
 
 /// Why a target did not answer.
@@ -60,7 +62,7 @@ pub async fn serve_target(
         Err(skip) => return Ok(Err(Served::Skipped(skip))),
     };
     if let Some(failures) = slots::all_queues_full(state, caller, target, &run.candidates) {
-        return Ok(Err(Served::Unserved(Unserved { failures, excluded: Vec::new() })));
+        return Ok(Err(Served::Unserved(Unserved { failures, excluded: Vec::new(), out_of_time: false })));
     }
     let (protocol, model) = (target.provider.protocol, target.model.as_str());
     let body = body_for(protocol, model).map_err(DispatchError::Request)?;
@@ -68,14 +70,18 @@ pub async fn serve_target(
         Some((from, noted)) => Some((from, noted.body_for(protocol, model).map_err(DispatchError::Request)?)),
         None => None,
     };
-    let call = Call { caller, target, combo: to.combo, body, handoff, timeout: to.timeout };
+    let call =
+        Call { caller, target, combo: to.combo, body, handoff, timeout: to.timeout, next_target: to.next_target };
     Ok(try_connections(state, &view, &call, &mut run).await.map_err(Served::Unserved))
 }
 
 /// Tries each usable connection of the target, in order. A connection at
 /// a limit — its request queue (SPEC §R5) or its concurrency (§R4) — is
 /// passed over for the next; when every usable one is, the request waits
-/// on the first.
+/// on the first. Connections stop being tried once the request's deadline
+/// passed, and — when another combo target follows — after an attempt
+/// that timed out: a provider whose connections stall in turn costs one
+/// timeout, not one per connection (`deadline`).
 pub async fn try_connections(
     state: &Arc<AppState>,
     view: &RoutingView<'_>,
@@ -83,18 +89,23 @@ pub async fn try_connections(
     t: &mut TargetRun<'_>,
 ) -> Result<Response, Unserved> {
     let provider = call.target.provider;
-    let mut failures = Vec::new();
+    let mut failures: Vec<Failure> = Vec::new();
     let mut excluded = Vec::new();
     let mut busy = None;
     // A refusal of the request's tools holds for every account.
     let refused_tools = || call.combo && gates::exceeds_tool_limit(view, call.target, call.caller);
+    let pass_on = |failures: &[Failure]| call.next_target && failures.last().is_some_and(|f| f.timed_out);
+    let out_of_time = || call.caller.deadline.passed();
     for conn in std::mem::take(&mut t.candidates) {
-        if !failures.is_empty() && refused_tools() {
+        if (!failures.is_empty() && refused_tools()) || pass_on(&failures) {
             break;
         }
         if let Some(why) = view.excluded(provider.id, &conn.id, &call.target.model) {
             excluded.push(why);
             continue;
+        }
+        if out_of_time() {
+            return Err(Unserved { failures, excluded, out_of_time: true });
         }
         match slots::try_take(state, call, conn, t.requester) {
             Taken::Slots(slots) => {
@@ -108,7 +119,11 @@ pub async fn try_connections(
             Taken::Refused(failure) => failures.push(failure),
         }
     }
-    if let Some(conn) = busy.filter(|_| failures.is_empty() || !refused_tools()) {
+    let waits = busy.filter(|_| (failures.is_empty() || !refused_tools()) && !pass_on(&failures));
+    if let Some(conn) = waits {
+        if out_of_time() {
+            return Err(Unserved { failures, excluded, out_of_time: true });
+        }
         match slots::wait(state, call, conn, t.requester).await {
             Ok(slots) => {
                 if let Some(response) = serve_on(state, call, t, conn, slots, &mut failures).await {
@@ -118,7 +133,7 @@ pub async fn try_connections(
             Err(failure) => failures.push(failure),
         }
     }
-    Err(Unserved { failures, excluded })
+    Err(Unserved { failures, excluded, out_of_time: false })
 }
 
 /// Attempts on one connection holding `slots`; a stream that ended

@@ -7,6 +7,7 @@ use crate::{
     config::Config,
     proxy::request::ClientRequest,
     routing::{
+        plan::Planned,
         registry::{Credential, LiveConnection},
         resolve::Target,
     },
@@ -59,29 +60,39 @@ impl Harness {
     /// A streamed chat request for `openai/gpt-4o-mini`: the response (or
     /// error status) and the body text.
     async fn stream(&self) -> (Result<Response, DispatchError>, Duration) {
+        let target = Target { provider: catalog::find("openai").unwrap(), model: "gpt-4o-mini".into() };
+        self.stream_plan(&Plan::single(target, None)).await
+    }
+
+    /// A streamed chat request served by `plan`.
+    async fn stream_plan(&self, plan: &Plan) -> (Result<Response, DispatchError>, Duration) {
         let body =
             Bytes::from(r#"{"model":"openai/gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hi"}]}"#);
         let req = ClientRequest::parse(Protocol::OpenaiChat, body, &HeaderMap::new()).unwrap();
-        let caller = Caller {
-            request_id: "r1",
-            endpoint: "/v1/chat/completions",
-            client: Protocol::OpenaiChat,
-            stream: true,
-            key: None,
-            passthrough_headers: &req.passthrough_headers,
-            recovered: Default::default(),
-            alias: None,
-            request: Some(&req),
-            lease: None,
-            resume: None,
-            continuing: None,
-            handoff: None,
-        };
-        let plan =
-            Plan::single(Target { provider: catalog::find("openai").unwrap(), model: "gpt-4o-mini".into() }, None);
+        let caller = caller(&self.state, &req);
         let started = Instant::now();
-        let res = run(&self.state, &self.snapshot, &plan, &caller, |p, m| req.body_for(p, m)).await;
+        let res = run(&self.state, &self.snapshot, plan, &caller, |p, m| req.body_for(p, m)).await;
         (res, started.elapsed())
+    }
+}
+
+/// A chat client's request, with the gateway's request deadline.
+fn caller<'a>(state: &AppState, req: &'a ClientRequest) -> Caller<'a> {
+    Caller {
+        request_id: "r1",
+        endpoint: "/v1/chat/completions",
+        client: Protocol::OpenaiChat,
+        stream: req.stream,
+        key: None,
+        passthrough_headers: &req.passthrough_headers,
+        recovered: Default::default(),
+        alias: None,
+        request: Some(req),
+        lease: None,
+        resume: None,
+        continuing: None,
+        handoff: None,
+        deadline: RequestDeadline::new(state.config.request_deadline),
     }
 }
 
@@ -159,6 +170,69 @@ async fn with_nothing_left_a_stream_that_never_became_ready_is_a_504() {
 }
 
 #[tokio::test]
+async fn attempts_share_the_request_deadline_and_the_one_it_cuts_short_is_not_held_against_its_connection() {
+    let h = harness_with(|c| c.request_deadline = Duration::from_secs(100)).await;
+    h.fake.script(A, [Reply::Never]);
+    h.fake.script(B, [Reply::Never]);
+    let (res, took) = h.stream().await;
+    let e = ProxyError::from(res.unwrap_err());
+    assert_eq!((e.status.as_u16(), e.code), (504, "REQUEST_DEADLINE_EXCEEDED"), "{}", e.message);
+    assert!(is_about(took, 100), "a had its own 80 s, b what was left of 100 s, not 80 s more: {took:?}");
+    assert!(h.state.engine.health("a").last_error.is_some(), "a's own timeout counts against it");
+    assert_eq!(h.state.engine.health("b"), Default::default(), "b did not get its full time");
+}
+
+#[tokio::test]
+async fn no_attempt_starts_once_the_request_deadline_passed() {
+    let h = harness_with(|c| c.request_deadline = Duration::from_secs(80)).await;
+    h.fake.script(A, [Reply::Never]);
+    h.fake.script(B, [Reply::Answer(200, vec![Step::Send(TEXT), Step::Send(DONE)])]);
+    let (res, took) = h.stream().await;
+    let e = ProxyError::from(res.unwrap_err());
+    assert_eq!((e.status.as_u16(), e.code), (504, "REQUEST_DEADLINE_EXCEEDED"));
+    assert!(e.message.contains("after 1 attempt(s) | tried: openai (no answer)"), "{}", e.message);
+    assert!(is_about(took, 80), "{took:?}");
+    assert_eq!(h.fake.calls(), [A], "b was never called");
+}
+
+/// A combo target whose attempt timed out passes the request to the next
+/// target: a provider whose connections stall in turn costs one readiness
+/// budget, not one per connection.
+#[tokio::test]
+async fn a_combo_target_that_timed_out_passes_the_request_to_the_next_target() {
+    const C: &str = "http://c.test/v1";
+    let mut h = harness().await;
+    let conn = |id: &str, provider: &str, url: &str| {
+        let provider = catalog::find(provider).unwrap();
+        LiveConnection::new(id.into(), provider, BaseUrl::parse(url).unwrap(), Some(Credential(format!("sk-{id}"))))
+    };
+    h.snapshot = Snapshot::from_live([conn("a", "openai", A), conn("b", "openai", B), conn("c", "deepseek", C)]);
+    h.fake.script(A, [Reply::Never]);
+    h.fake.script(B, [Reply::Answer(200, vec![Step::Send(TEXT), Step::Send(DONE)])]);
+    h.fake.script(C, [Reply::Answer(200, vec![Step::Send(TEXT), Step::Send(DONE)])]);
+    let target =
+        |provider: &str, model: &str| Target { provider: catalog::find(provider).unwrap(), model: model.into() };
+    let planned = |index: usize, target: Target| {
+        let spec = format!("{}/{}", target.provider.id, target.model);
+        Planned { key: spec.clone(), spec, index, weight: 0, target: Some(target), pinned: None }
+    };
+    let combo = app::types::combo::Combo {
+        name: "stalls-then-works".into(),
+        strategy: app::types::combo::Strategy::Priority,
+        targets: Vec::new(),
+        config: Default::default(),
+    };
+    let plan = Plan {
+        combo: Some(Arc::new(combo)),
+        targets: vec![planned(0, target("openai", "gpt-4o-mini")), planned(1, target("deepseek", "deepseek-chat"))],
+    };
+    let (res, took) = h.stream_plan(&plan).await;
+    assert_eq!(served_by(&res.unwrap()), "c");
+    assert!(is_about(took, 80), "{took:?}");
+    assert_eq!(h.fake.calls(), [A, C], "b, a's sibling, was passed over");
+}
+
+#[tokio::test]
 async fn a_committed_stream_reports_its_end_to_the_engine_when_it_breaks() {
     let h = harness().await;
     h.fake.script(A, [Reply::Answer(200, vec![Step::Send(TEXT), Step::Wait(Duration::from_secs(1)), Step::Break])]);
@@ -195,26 +269,12 @@ async fn a_request_waiting_for_its_slots_does_not_hold_an_attempts_state() {
     let h = harness().await;
     let body = Bytes::from(r#"{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}"#);
     let req = ClientRequest::parse(Protocol::OpenaiChat, body, &HeaderMap::new()).unwrap();
-    let caller = Caller {
-        request_id: "r1",
-        endpoint: "/v1/chat/completions",
-        client: Protocol::OpenaiChat,
-        stream: false,
-        key: None,
-        passthrough_headers: &req.passthrough_headers,
-        recovered: Default::default(),
-        alias: None,
-        request: Some(&req),
-        lease: None,
-        resume: None,
-        continuing: None,
-        handoff: None,
-    };
+    let caller = caller(&h.state, &req);
     let target = Target { provider: catalog::find("openai").unwrap(), model: "gpt-4o-mini".into() };
     let plan = Plan::single(target.clone(), None);
     let waiting = std::mem::size_of_val(&run(&h.state, &h.snapshot, &plan, &caller, |p, m| req.body_for(p, m)));
-    let call =
-        Call { caller: &caller, target: &target, combo: false, body: Bytes::new(), handoff: None, timeout: None };
+    let (body, handoff, timeout) = (Bytes::new(), None, None);
+    let call = Call { caller: &caller, target: &target, combo: false, body, handoff, timeout, next_target: false };
     let conn = h.snapshot.candidates("openai")[0].clone();
     let cfg = crate::resilience::engine::breaker_config(&h.state.resilience.current(), app::types::Category::Apikey);
     let mut run =
