@@ -15,7 +15,7 @@ use common::{
     parse_sse,
 };
 use fake_upstream::{DEFAULT_CONTENT, FakeUpstream, Garble, Rule};
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -123,19 +123,25 @@ async fn the_upstreams_terminator_ends_the_clients_stream_at_once() {
 async fn stream_recovery_hides_an_early_in_band_error_from_every_client_protocol() {
     let fake = FakeUpstream::start().await.unwrap();
     let gw = Gateway::start_configured(tempfile::tempdir().unwrap(), |c| c.stream_recovery = true).await;
-    gw.without_cooldowns().await;
+    // Each case must meet the flaky connection first: no pin to the good one.
+    let off = json!({"sessionAffinityTtlMs": 0});
+    assert_eq!(gw.api(reqwest::Method::PATCH, "/api/resilience").json(&off).send().await.unwrap().status(), 200);
     for up in &UPSTREAMS {
-        let flaky = format!("sk-flaky-{}", up.provider);
-        gw.add_connection(up.provider, "flaky", &flaky, &base_url(&fake, up.provider), 0).await;
+        let key = format!("sk-flaky-{}", up.provider);
+        let flaky = gw.add_connection(up.provider, "flaky", &key, &base_url(&fake, up.provider), 0).await;
         let good = gw.add_connection(up.provider, "good", "sk-good", &base_url(&fake, up.provider), 1).await;
-        // The error first, after the metadata, after the first output.
+        // The error first, after the metadata, after the first output — at
+        // once, and with the frames 100 ms apart (still inside the window).
         let lead = leading_metadata(up);
-        for (client, error_after) in CLIENTS.into_iter().flat_map(|c| [0, lead, lead + 1].map(|n| (c, n))) {
-            let on = format!("{client:?} on {}, error after {error_after} frames", up.provider);
+        let cases = [(0, 0), (lead, 0), (lead + 1, 0), (lead + 1, 100)];
+        let mut met = 0;
+        for (client, (error_after, trickle_ms)) in CLIENTS.into_iter().flat_map(|c| cases.map(|n| (c, n))) {
+            let on = format!("{client:?} on {}, error after {error_after} frames {trickle_ms} ms apart", up.provider);
             let rule = Rule {
-                api_key: Some(flaky.clone()),
+                api_key: Some(key.clone()),
                 times: Some(1),
                 error_after_chunks: Some(error_after),
+                trickle_ms,
                 ..Rule::default()
             };
             fake.push_rule(rule);
@@ -146,12 +152,12 @@ async fn stream_recovery_hides_an_early_in_band_error_from_every_client_protocol
             let events = parse_sse(&raw);
             assert!(!ends_with_error_event(client, &events) && !raw.contains("verloaded"), "{on}: {raw}");
             assert!(ends_normally(client, &events, &raw), "{on}: {raw}");
-        }
-        // The next provider's connections start clean.
-        for row in gw.logs().await {
-            if let Some(id) = row["connectionId"].as_str() {
-                gw.state.engine.clear_connection(id, false);
-            }
+            let rows = gw.logs().await;
+            let failed = rows.iter().filter(|r| r["connectionId"] == flaky.as_str() && r["errorKind"].is_string());
+            met += 1;
+            assert_eq!(failed.count(), met, "{on}: the flaky connection was tried first");
+            // The flaky one starts the next case clean.
+            gw.state.engine.clear_connection(&flaky, false);
         }
     }
     gw.stop().await;

@@ -1,6 +1,6 @@
 //! Build orchestration without network downloads (replaces cargo-leptos
 //! and Trunk): `cargo xtask build [--release] | serve [--release] [-- ARGS]
-//! | test | e2e [-- PLAYWRIGHT ARGS] | e2e-clients | bench [--against OMNIROUTE_BINARY] | chaos [--seconds N] [--seed S] | heap | layers | login-flood | soak [--minutes N]`.
+//! | test | e2e [-- PLAYWRIGHT ARGS] | e2e-clients | bench [--against OMNIROUTE_BINARY] | chaos [--seconds N] [--seed S] | heap | layers | login-flood | conn-flood | soak [--minutes N]`.
 //! See ARCHITECTURE.md §3.
 
 mod bench;
@@ -8,9 +8,9 @@ mod build;
 mod chaos;
 mod e2e;
 mod e2e_clients;
+mod floods;
 mod heap;
 mod layers;
-mod login_flood;
 mod postgres;
 mod soak;
 mod util;
@@ -43,10 +43,11 @@ fn main() -> anyhow::Result<()> {
         Some("chaos") => chaos::run(&chaos::Options::parse(&args)?),
         Some("heap") => heap::run(),
         Some("layers") => layers::run(),
-        Some("login-flood") => login_flood::run(),
+        Some("login-flood") => floods::login(),
+        Some("conn-flood") => floods::connections(),
         Some("soak") => soak::run(&args),
         _ => bail!(
-            "usage: cargo xtask <build [--release] | serve [--release] [-- ARGS] | test | e2e [-- ARGS] | e2e-clients | bench [--against OMNIROUTE_BINARY] | chaos [--seconds N] [--seed S] | heap | layers | login-flood | soak [--minutes N]>"
+            "usage: cargo xtask <build [--release] | serve [--release] [-- ARGS] | test | e2e [-- ARGS] | e2e-clients | bench [--against OMNIROUTE_BINARY] | chaos [--seconds N] [--seed S] | heap | layers | login-flood | conn-flood | soak [--minutes N]>"
         ),
     }
 }
@@ -54,7 +55,7 @@ fn main() -> anyhow::Result<()> {
 /// Everything CI checks: formatting, lints (the browser's build too), the
 /// layers of `docs/architecture.md` against the imports, unit +
 /// integration tests, the site build, the browser tests, the release bundle's weight, a chaos
-/// run, a heap run and the login flood drill.
+/// run, a heap run and the flood drills (sign-ins, connections).
 fn test() -> anyhow::Result<()> {
     util::ensure_rustup_components(&["rustfmt", "clippy"])?;
     util::step("cargo fmt --check");
@@ -97,5 +98,7 @@ fn test() -> anyhow::Result<()> {
     util::step("heap run");
     heap::run()?;
     util::step("login flood drill");
-    login_flood::run()
+    floods::login()?;
+    util::step("connection flood drill");
+    floods::connections()
 }
