@@ -112,6 +112,7 @@ pub async fn add_connection(
     provider: String,
     name: String,
     api_key: Option<String>,
+    refresh_token: Option<String>,
     base_url: Option<String>,
     priority: Option<String>,
 ) -> Result<(), ServerFnError> {
@@ -127,10 +128,18 @@ pub async fn add_connection(
             )
         })?),
     };
+    // A subscription's tokens: the key field holds its access token.
+    let refresh_token = given(refresh_token);
+    let (api_key, access_token) = match refresh_token {
+        Some(_) => (None, given(api_key)),
+        None => (given(api_key), None),
+    };
     let input = crate::types::CreateConnection {
         provider,
         name,
-        api_key: given(api_key),
+        api_key,
+        access_token,
+        refresh_token,
         base_url: given(base_url),
         priority,
         ..Default::default()

@@ -7,6 +7,8 @@ use clap::{Args, Parser, Subcommand};
 use std::{collections::HashMap, path::PathBuf, time::Duration};
 
 pub const DEFAULT_HOST: &str = "127.0.0.1";
+/// The prefix of the token endpoint overrides, one per subscription provider.
+const OAUTH_TOKEN_URL: &str = "OMNIROUTE_OAUTH_TOKEN_URL_";
 pub const DEFAULT_PORT: u16 = 20128;
 pub const DEFAULT_DATA_DIR: &str = "./data";
 /// Time to establish an upstream TCP/TLS connection (`FETCH_CONNECT_TIMEOUT_MS`).
@@ -102,6 +104,9 @@ pub struct Config {
     /// The time budget the attempts of one request share, counted from its
     /// first attempt (`OMNIROUTE_REQUEST_DEADLINE_MS`).
     pub request_deadline: Duration,
+    /// Token endpoints that replace a subscription provider's own
+    /// (`OMNIROUTE_OAUTH_TOKEN_URL_<PROVIDER>`), by that upper-case suffix.
+    pub oauth_token_urls: HashMap<String, String>,
     /// Time from the start of a stream attempt to its first useful event
     /// (`STREAM_READINESS_TIMEOUT_MS`), the wait for headers included.
     pub stream_readiness_timeout: Duration,
@@ -231,6 +236,11 @@ impl Config {
             connect_timeout: parse_ms(env, "FETCH_CONNECT_TIMEOUT_MS", DEFAULT_CONNECT_TIMEOUT_MS)?,
             fetch_timeout: parse_ms(env, "FETCH_TIMEOUT_MS", DEFAULT_FETCH_TIMEOUT_MS)?,
             request_deadline: parse_ms(env, "OMNIROUTE_REQUEST_DEADLINE_MS", DEFAULT_REQUEST_DEADLINE_MS)?,
+            oauth_token_urls: env
+                .iter()
+                .filter_map(|(k, v)| Some((k.strip_prefix(OAUTH_TOKEN_URL)?.to_owned(), v.trim().to_owned())))
+                .filter(|(_, v)| !v.is_empty())
+                .collect(),
             stream_readiness_timeout: parse_ms(
                 env,
                 "STREAM_READINESS_TIMEOUT_MS",
@@ -260,6 +270,12 @@ impl Config {
     }
 
     /// The config tests start from: a private data dir, defaults elsewhere.
+    /// Where `provider`'s OAuth tokens are refreshed, when the environment
+    /// says (`OMNIROUTE_OAUTH_TOKEN_URL_GEMINI_CLI` for `gemini-cli`).
+    pub fn oauth_token_url(&self, provider: &str) -> Option<&str> {
+        self.oauth_token_urls.get(&provider.to_ascii_uppercase().replace('-', "_")).map(String::as_str)
+    }
+
     pub fn for_data_dir(data_dir: PathBuf) -> Self {
         let flags = Flags { data_dir: Some(data_dir), ..Flags::default() };
         // Defaults only: no env value can be invalid.
@@ -350,6 +366,17 @@ mod tests {
 
     fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn a_token_url_override_is_found_by_the_providers_upper_case_name() {
+        let env = env(&[
+            ("OMNIROUTE_OAUTH_TOKEN_URL_GEMINI_CLI", "http://127.0.0.1:9/token"),
+            ("OMNIROUTE_OAUTH_TOKEN_URL_CLAUDE", " "),
+        ]);
+        let c = Config::resolve(&Flags::default(), &env).unwrap();
+        assert_eq!(c.oauth_token_url("gemini-cli"), Some("http://127.0.0.1:9/token"));
+        assert_eq!(c.oauth_token_url("claude"), None, "an empty override is none");
     }
 
     #[test]

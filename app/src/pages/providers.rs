@@ -174,9 +174,14 @@ pub fn ProvidersPage() -> impl IntoView {
                         <FieldNote errors field="name" />
                     </label>
                     <label class="flex flex-col text-sm">
-                        "API key"
+                        "API key or access token"
                         <input name="api_key" type="password" autocomplete="off" class=INPUT aria-invalid=errors.invalid("apiKey") aria-describedby=errors.described_by("apiKey") />
                         <FieldNote errors field="apiKey" />
+                    </label>
+                    <label class="flex flex-col text-sm" title="Claude subscription accounts: with it, the gateway renews the access token when the provider refuses it">
+                        "Refresh token (subscriptions)"
+                        <input name="refresh_token" type="password" autocomplete="off" placeholder="optional" class=INPUT aria-invalid=errors.invalid("refreshToken") aria-describedby=errors.described_by("refreshToken") />
+                        <FieldNote errors field="refreshToken" />
                     </label>
                     <label class="flex flex-col text-sm">
                         "Base URL (optional)"

@@ -128,6 +128,13 @@ pub struct CreateConnection {
     pub api_key: Option<String>,
     #[serde(default)]
     pub access_token: Option<String>,
+    /// A subscription's refresh token (`authType: "oauth"`), with which
+    /// the gateway renews the access token before it expires.
+    #[serde(default)]
+    pub refresh_token: Option<String>,
+    /// When the access token expires (epoch ms).
+    #[serde(default)]
+    pub expires_at: Option<i64>,
     #[serde(default)]
     pub base_url: Option<String>,
     #[serde(default)]
@@ -166,7 +173,26 @@ impl CreateConnection {
                 rate_limit_overrides: self.rate_limit_overrides.as_ref(),
             },
         );
+        self.check_tokens(&mut e);
         e.into_result()
+    }
+
+    /// A refresh token and an expiry belong to an OAuth access token.
+    fn check_tokens(&self, e: &mut Errors) {
+        if let Some(t) = &self.refresh_token {
+            check_credential(e, "refreshToken", t);
+        }
+        let tokens = self.refresh_token.is_some() || self.expires_at.is_some();
+        if tokens && self.access_token.is_none() {
+            e.push("accessToken", "is required with refreshToken or expiresAt");
+        }
+        if tokens && self.auth_type.is_some_and(|a| a != AuthType::Oauth) {
+            e.push("authType", "must be \"oauth\" with refreshToken or expiresAt");
+        }
+        // Epoch milliseconds, from 2001 to 2286: a time in seconds is caught.
+        if self.expires_at.is_some_and(|at| !(1_000_000_000_000..10_000_000_000_000).contains(&at)) {
+            e.push("expiresAt", "must be a time in epoch milliseconds, e.g. 1767225600000 (not seconds)");
+        }
     }
 }
 
@@ -231,16 +257,21 @@ struct CommonFields<'a> {
     rate_limit_overrides: Option<&'a RateLimitOverrides>,
 }
 
+/// A secret's shape: not empty, not huge, no control characters.
+fn check_credential(e: &mut Errors, field: &str, v: &str) {
+    if v.trim().is_empty() {
+        e.push(field, "must not be empty");
+    } else if v.len() > MAX_CREDENTIAL_LEN {
+        e.push(field, format!("must be at most {MAX_CREDENTIAL_LEN} bytes"));
+    } else if v.chars().any(|c| c.is_control()) {
+        e.push(field, "must not contain control characters");
+    }
+}
+
 fn check_common(e: &mut Errors, f: &CommonFields<'_>) {
     for (field, value) in [("apiKey", f.api_key), ("accessToken", f.access_token)] {
         if let Some(v) = value {
-            if v.trim().is_empty() {
-                e.push(field, "must not be empty");
-            } else if v.len() > MAX_CREDENTIAL_LEN {
-                e.push(field, format!("must be at most {MAX_CREDENTIAL_LEN} bytes"));
-            } else if v.chars().any(|c| c.is_control()) {
-                e.push(field, "must not contain control characters");
-            }
+            check_credential(e, field, v);
         }
     }
     if let Some(url) = f.base_url {

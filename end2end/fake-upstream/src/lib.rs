@@ -9,6 +9,7 @@
 //! `GET /_control/requests`, `DELETE /_control/requests`, `GET /_control/in-flight`
 //! (requests being answered and the most at once, overall `*` and by model).
 
+mod oauth;
 mod responses;
 mod script;
 mod tool_call;
@@ -55,6 +56,8 @@ struct Shared {
     /// Requests being answered (until their body ends), overall (`*`) and
     /// by model.
     in_flight: Mutex<BTreeMap<String, InFlight>>,
+    /// The OAuth issuer of subscription accounts.
+    issuer: oauth::Issuer,
 }
 
 /// Requests being answered now, and the most at once.
@@ -162,6 +165,11 @@ impl FakeUpstream {
         }
     }
 
+    /// Access tokens the OAuth issuer has handed out.
+    pub fn tokens_issued(&self) -> u32 {
+        self.shared.issuer.issued()
+    }
+
     /// Recorded requests whose path starts with `prefix`.
     pub fn count(&self, prefix: &str) -> usize {
         self.shared.log.lock().iter().filter(|r| r.path.starts_with(prefix)).count()
@@ -227,11 +235,23 @@ async fn serve(State(s): State<Arc<Shared>>, method: Method, uri: Uri, headers: 
     if s.record {
         record(&s, &method, path, query, &headers, &body);
     }
+    let json: serde_json::Value = serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
+    if path.ends_with("/oauth/token") {
+        let facts = RequestFacts { path, model: None, api_key: None };
+        let rule = s.script.take(&facts).unwrap_or_default();
+        tokio::time::sleep(Duration::from_millis(rule.latency_ms)).await;
+        return match rule.status {
+            Some(status) => StatusCode::from_u16(status).unwrap_or(StatusCode::OK).into_response(),
+            None => s.issuer.token(&json),
+        };
+    }
     let Some(kind) = Kind::from_path(path) else {
         return (StatusCode::NOT_FOUND, Json(serde_json::json!({"error": {"message": "no such route"}})))
             .into_response();
     };
-    let json: serde_json::Value = serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
+    if let Some(refused) = (kind == Kind::Anthropic).then(|| oauth::refusal(&headers)).flatten() {
+        return refused;
+    }
     let model = requested_model(path, &json).unwrap_or_else(|| "fake-model".into());
     let facts = RequestFacts { path, model: Some(&model), api_key: credential(&headers, query) };
     let rule = s.script.take(&facts).unwrap_or_default();

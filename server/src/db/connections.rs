@@ -3,6 +3,7 @@
 use super::entities::provider_connection;
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, DatabaseConnection, DbErr, EntityTrait, IntoActiveModel, QueryFilter, QueryOrder,
+    sea_query::Expr,
 };
 
 pub use provider_connection::Model as ConnectionRow;
@@ -31,6 +32,20 @@ pub async fn insert(db: &DatabaseConnection, row: ConnectionRow) -> Result<(), D
 /// Writes every column of `row` (an edited copy of a stored row).
 pub async fn save(db: &DatabaseConnection, row: ConnectionRow) -> Result<(), DbErr> {
     row.into_active_model().reset_all().update(db).await?;
+    Ok(())
+}
+
+/// Writes only `row`'s credential (a refreshed OAuth token set), leaving
+/// every other column as it is stored.
+pub async fn set_credential(db: &DatabaseConnection, row: &ConnectionRow) -> Result<(), DbErr> {
+    use provider_connection::Column as C;
+    provider_connection::Entity::update_many()
+        .col_expr(C::CredentialEnc, Expr::value(row.credential_enc.clone()))
+        .col_expr(C::CredentialSuffix, Expr::value(row.credential_suffix.clone()))
+        .col_expr(C::UpdatedAt, Expr::value(row.updated_at))
+        .filter(C::Id.eq(row.id.as_str()))
+        .exec(db)
+        .await?;
     Ok(())
 }
 

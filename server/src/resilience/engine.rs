@@ -362,6 +362,20 @@ impl Engine {
         changed
     }
 
+    /// The connection's credentials were refused for good (an OAuth refresh
+    /// token the issuer no longer takes): terminal `expired` until the
+    /// operator signs in again.
+    pub fn expire_connection(&self, connection_id: &str, message: &str) {
+        let slot = self.connection(connection_id);
+        let mut h = slot.health.lock();
+        h.terminal = Some(TerminalStatus::Expired);
+        h.rate_limited_until = None;
+        h.last_error = Some(message.to_owned());
+        h.last_error_type = Some("auth_error".to_owned());
+        slot.clean.store(false, Ordering::Release);
+        self.emit(Change::Connection(connection_id.to_owned(), h.clone()));
+    }
+
     /// Lifts model lockouts matching the filters; how many.
     pub fn clear_lockouts(&self, provider: Option<&str>, connection_id: Option<&str>, model: Option<&str>) -> usize {
         let mut l = self.lockouts.lock();

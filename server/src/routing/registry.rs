@@ -22,6 +22,7 @@ use crate::{
     upstream::{
         catalog::{self, Provider},
         executor::{BaseUrl, Endpoint},
+        oauth::TokenSet,
     },
 };
 
@@ -49,6 +50,8 @@ pub struct LiveConnection {
     pub credential: Option<Credential>,
     /// OAuth connections cool by the OAuth profile (SPEC §R2).
     pub oauth: bool,
+    /// When its OAuth access token expires (epoch ms), when known.
+    pub expires_at: Option<i64>,
     /// The connection opts out of cooldowns (failures lock the model).
     pub disable_cooling: bool,
     /// Its concurrency and rate limits (SPEC §R4, §R5).
@@ -110,6 +113,7 @@ impl LiveConnection {
             endpoint,
             credential,
             oauth: false,
+            expires_at: None,
             disable_cooling: false,
             limits: ConnectionLimits::default(),
             discovered_models: Vec::new(),
@@ -148,8 +152,30 @@ impl LiveConnection {
         }
     }
 
+    /// The connection a stored row describes, its credential decrypted
+    /// (`plain`): an OAuth connection's is its token set, and its access
+    /// token goes out as a bearer token.
+    pub fn from_row(
+        row: &crate::db::entities::provider_connection::Model,
+        provider: &'static Provider,
+        base_url: BaseUrl,
+        plain: Option<String>,
+    ) -> Self {
+        if row.auth_type != "oauth" {
+            return Self::new(row.id.clone(), provider, base_url, plain.map(Credential)).with_policy(row);
+        }
+        let tokens = plain.as_deref().map(TokenSet::read);
+        let token = tokens.as_ref().map(|t| t.access_token.as_str());
+        let endpoint = Endpoint::oauth(provider.protocol, base_url.clone(), token);
+        let mut conn = Self::new(row.id.clone(), provider, base_url, None);
+        conn.endpoint = endpoint;
+        conn.credential = tokens.as_ref().map(|t| Credential(t.access_token.clone()));
+        conn.expires_at = tokens.and_then(|t| t.expires_at);
+        conn.with_policy(row)
+    }
+
     /// The connection's own cooldown policy, from its row.
-    pub fn with_policy(mut self, row: &crate::db::entities::provider_connection::Model) -> Self {
+    fn with_policy(mut self, row: &crate::db::entities::provider_connection::Model) -> Self {
         self.name.clone_from(&row.name);
         self.discovered_models =
             row.discovered_models.as_deref().and_then(|j| serde_json::from_str(j).ok()).unwrap_or_default();
@@ -204,9 +230,19 @@ impl Snapshot {
 #[derive(Default)]
 pub struct ConnectionRegistry {
     snapshot: ArcSwap<Snapshot>,
+    /// One OAuth refresh at a time per connection: the others wait for its
+    /// token (a refresh token is single-use).
+    refreshing: dashmap::DashMap<String, Arc<tokio::sync::Mutex<()>>>,
 }
 
 impl ConnectionRegistry {
+    /// The turn to refresh connection `id`'s token, once the refresh
+    /// before it (if any) is done.
+    pub async fn refresh_turn(&self, id: &str) -> tokio::sync::OwnedMutexGuard<()> {
+        let lock = self.refreshing.entry(id.to_owned()).or_default().clone();
+        lock.lock_owned().await
+    }
+
     pub fn snapshot(&self) -> Arc<Snapshot> {
         self.snapshot.load_full()
     }
@@ -225,9 +261,9 @@ impl ConnectionRegistry {
                 tracing::warn!(connection_id = %row.id, provider = %row.provider, "connection of an unknown provider skipped");
                 continue;
             };
-            let credential = match row.credential_enc.as_deref().map(|c| secrets.decrypt(c)) {
+            let plain = match row.credential_enc.as_deref().map(|c| secrets.decrypt(c)) {
                 None => None,
-                Some(Ok(plain)) => Some(Credential(plain)),
+                Some(Ok(plain)) => Some(plain),
                 Some(Err(e)) => {
                     tracing::warn!(connection_id = %row.id, error = %e, "connection skipped");
                     continue;
@@ -237,7 +273,7 @@ impl ConnectionRegistry {
                 tracing::warn!(connection_id = %row.id, "connection without a usable base URL skipped");
                 continue;
             };
-            let mut conn = LiveConnection::new(row.id.clone(), provider, base_url, credential).with_policy(&row);
+            let mut conn = LiveConnection::from_row(&row, provider, base_url, plain);
             if let Some(old) = before.connection(&row.id) {
                 conn.usage = old.usage.clone();
             }

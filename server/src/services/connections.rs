@@ -9,9 +9,9 @@ use tokio::time::Instant;
 use super::{ServiceError, status::Status};
 use crate::{
     db::connections::{self, ConnectionRow},
-    routing::registry::{Credential, LiveConnection},
+    routing::registry::LiveConnection,
     state::AppState,
-    upstream::{catalog, executor::BaseUrl},
+    upstream::{catalog, executor::BaseUrl, oauth::TokenSet},
 };
 
 pub async fn list(state: &AppState, provider: Option<&str>) -> Result<ConnectionList, ServiceError> {
@@ -49,6 +49,22 @@ pub async fn create(state: &AppState, input: CreateConnection) -> Result<Connect
         Category::Oauth => AuthType::Oauth,
         Category::Apikey => AuthType::Apikey,
     });
+    if auth_type != AuthType::Oauth && (input.refresh_token.is_some() || input.expires_at.is_some()) {
+        return Err(ServiceError::field(
+            "refreshToken",
+            format!(
+                "{} connections use an API key; refreshToken and expiresAt belong to subscription (oauth) accounts",
+                provider.id
+            ),
+        ));
+    }
+    let tokens = (auth_type == AuthType::Oauth).then(|| TokenSet {
+        access_token: input.access_token.clone().or_else(|| input.api_key.clone()).unwrap_or_default(),
+        refresh_token: input.refresh_token.clone(),
+        expires_at: input.expires_at,
+    });
+    // An OAuth connection stores its token set; the mask shows its access token.
+    let stored = tokens.as_ref().filter(|t| !t.access_token.is_empty()).map(TokenSet::stored);
     let secret = input.api_key.as_deref().or(input.access_token.as_deref());
     let now = state.clock.now_ms();
     let row = ConnectionRow {
@@ -57,7 +73,7 @@ pub async fn create(state: &AppState, input: CreateConnection) -> Result<Connect
         name: input.name.trim().to_owned(),
         auth_type: auth_type.as_str().to_owned(),
         base_url: input.base_url.map(|u| u.trim_end_matches('/').to_owned()),
-        credential_enc: secret.map(|s| state.auth.secrets.encrypt(s)),
+        credential_enc: stored.as_deref().or(secret).map(|s| state.auth.secrets.encrypt(s)),
         credential_suffix: secret.map(mask_secret),
         priority: input.priority.unwrap_or(0),
         is_active: input.is_active.unwrap_or(true),
@@ -151,15 +167,15 @@ pub async fn delete(state: &AppState, id: &str) -> Result<(), ServiceError> {
 pub async fn test(state: &AppState, id: &str) -> Result<ConnectionTestResult, ServiceError> {
     let row = find(state, id).await?;
     let provider = catalog::find(&row.provider).ok_or(ServiceError::NotFound("provider"))?;
-    let credential = match row.credential_enc.as_deref().map(|c| state.auth.secrets.decrypt(c)) {
-        Some(Ok(plain)) => Some(Credential(plain)),
+    let plain = match row.credential_enc.as_deref().map(|c| state.auth.secrets.decrypt(c)) {
+        Some(Ok(plain)) => Some(plain),
         Some(Err(e)) => return Ok(failed_test(0, 0, e.to_string())),
         None => None,
     };
     let Some(base_url) = BaseUrl::parse(row.base_url.as_deref().unwrap_or(provider.default_base_url)) else {
         return Ok(failed_test(0, 0, "the connection has no usable base URL".into()));
     };
-    let conn = LiveConnection::new(row.id, provider, base_url, credential);
+    let conn = LiveConnection::from_row(&row, provider, base_url, plain);
     let started = Instant::now();
     let result = match state.upstream.list_models(&conn.endpoint).await {
         Err(e) => failed_test(0, started.elapsed().as_millis() as u64, e.to_string()),

@@ -9,6 +9,7 @@ pub mod keys;
 pub mod leases;
 pub mod logs;
 pub mod monitoring;
+pub mod oauth;
 pub mod onboarding;
 pub mod rate_limits;
 pub mod resilience;

@@ -55,10 +55,10 @@ const fn p(
     }
 }
 
-use Category::{Apikey, Local};
+use Category::{Apikey, Local, Oauth};
 use Protocol::{Anthropic, Gemini, OpenaiChat, Responses};
 
-static PROVIDERS: [Provider; 16] = [
+static PROVIDERS: [Provider; 17] = [
     p(
         "openai",
         "OpenAI",
@@ -80,6 +80,15 @@ static PROVIDERS: [Provider; 16] = [
         "Anthropic",
         Anthropic,
         Apikey,
+        "https://api.anthropic.com",
+        &["claude-opus-4-1", "claude-sonnet-4-5", "claude-haiku-4-5"],
+    ),
+    // A Claude Pro/Max subscription, signed in through Claude Code's OAuth client.
+    p(
+        "claude",
+        "Claude (Pro/Max subscription)",
+        Anthropic,
+        Oauth,
         "https://api.anthropic.com",
         &["claude-opus-4-1", "claude-sonnet-4-5", "claude-haiku-4-5"],
     ),

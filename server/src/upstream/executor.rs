@@ -80,10 +80,20 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
+    /// An endpoint called with an API key (or nothing).
     pub fn new(protocol: Protocol, base_url: BaseUrl, credential: Option<&str>) -> Self {
-        Self { protocol, base_url, headers: auth_headers(protocol, credential) }
+        Self { protocol, base_url, headers: auth_headers(protocol, credential, false) }
+    }
+
+    /// An endpoint called with a subscription's OAuth access token.
+    pub fn oauth(protocol: Protocol, base_url: BaseUrl, access_token: Option<&str>) -> Self {
+        Self { protocol, base_url, headers: auth_headers(protocol, access_token, true) }
     }
 }
+
+/// The beta flag an Anthropic subscription's OAuth token needs.
+pub const ANTHROPIC_OAUTH_BETA: &str = "oauth-2025-04-20";
+const ANTHROPIC_BETA: &str = "anthropic-beta";
 
 /// The HTTP clients and the timeouts every upstream call obeys.
 ///
@@ -133,7 +143,10 @@ impl Executor {
         let mut req = self.request(Method::POST, endpoint, path, body)?;
         let headers = req.headers_mut();
         for (name, value) in extra {
-            headers.insert(name, value.clone());
+            // The client's betas join the connection's own (an OAuth token's).
+            let joined =
+                (name == ANTHROPIC_BETA).then(|| headers.get(name).and_then(|own| join_betas(own, value))).flatten();
+            headers.insert(name, joined.unwrap_or_else(|| value.clone()));
         }
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(ACCEPT, HeaderValue::from_static(if stream { "text/event-stream" } else { "application/json" }));
@@ -292,7 +305,21 @@ fn models_path(protocol: Protocol) -> &'static str {
 }
 
 /// Authentication and identity headers for a protocol and credential.
-fn auth_headers(protocol: Protocol, secret: Option<&str>) -> HeaderMap {
+/// `own` and the client's `theirs`, each flag once.
+fn join_betas(own: &HeaderValue, theirs: &HeaderValue) -> Option<HeaderValue> {
+    let (own, theirs) = (own.to_str().ok()?, theirs.to_str().ok()?);
+    let mut flags: Vec<&str> = own.split(',').map(str::trim).filter(|f| !f.is_empty()).collect();
+    for flag in theirs.split(',').map(str::trim).filter(|f| !f.is_empty()) {
+        if !flags.contains(&flag) {
+            flags.push(flag);
+        }
+    }
+    HeaderValue::from_str(&flags.join(",")).ok()
+}
+
+/// A connection's own headers: its credential as its protocol carries it
+/// (an OAuth token always as a bearer token; an Anthropic one with its beta flag).
+fn auth_headers(protocol: Protocol, secret: Option<&str>, oauth: bool) -> HeaderMap {
     let mut h = HeaderMap::new();
     h.insert(USER_AGENT, HeaderValue::from_static(UA));
     let Some(secret) = secret else {
@@ -304,11 +331,17 @@ fn auth_headers(protocol: Protocol, secret: Option<&str>) -> HeaderMap {
             v
         })
     };
+    if protocol == Protocol::Anthropic {
+        h.insert("anthropic-version", HeaderValue::from_static("2023-06-01"));
+    }
     let (name, value) = match protocol {
-        Protocol::Anthropic => {
-            h.insert("anthropic-version", HeaderValue::from_static("2023-06-01"));
-            ("x-api-key", sensitive(secret))
+        _ if oauth => {
+            if protocol == Protocol::Anthropic {
+                h.insert(ANTHROPIC_BETA, HeaderValue::from_static(ANTHROPIC_OAUTH_BETA));
+            }
+            (AUTHORIZATION.as_str(), sensitive(&format!("Bearer {secret}")))
         }
+        Protocol::Anthropic => ("x-api-key", sensitive(secret)),
         Protocol::Gemini => ("x-goog-api-key", sensitive(secret)),
         Protocol::OpenaiChat | Protocol::Responses => (AUTHORIZATION.as_str(), sensitive(&format!("Bearer {secret}"))),
     };
@@ -461,6 +494,21 @@ mod tests {
 
     fn join(base: &str, path: &str) -> String {
         BaseUrl::parse(base).unwrap().join(path).unwrap().to_string()
+    }
+
+    #[test]
+    fn an_oauth_token_goes_as_a_bearer_token_with_the_betas_joined() {
+        let base = || BaseUrl::parse("https://api.anthropic.com").unwrap();
+        let key = Endpoint::new(Protocol::Anthropic, base(), Some("sk-ant-api"));
+        assert_eq!(key.headers["x-api-key"], "sk-ant-api");
+        assert!(key.headers.get(AUTHORIZATION).is_none() && key.headers.get(ANTHROPIC_BETA).is_none());
+        let oauth = Endpoint::oauth(Protocol::Anthropic, base(), Some("sk-ant-oat"));
+        assert_eq!(oauth.headers[AUTHORIZATION], "Bearer sk-ant-oat");
+        assert!(oauth.headers.get("x-api-key").is_none(), "never x-api-key");
+        assert_eq!(oauth.headers["anthropic-version"], "2023-06-01");
+        let client = HeaderValue::from_static("interleaved-thinking-2025-05-14, oauth-2025-04-20");
+        let joined = join_betas(&oauth.headers[ANTHROPIC_BETA], &client).unwrap();
+        assert_eq!(joined, "oauth-2025-04-20,interleaved-thinking-2025-05-14");
     }
 
     #[test]

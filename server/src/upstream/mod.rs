@@ -8,6 +8,7 @@ pub mod executor;
 #[cfg(test)]
 pub mod fake;
 pub mod model_facts;
+pub mod oauth;
 
 use bytes::Bytes;
 use futures_util::future::BoxFuture;

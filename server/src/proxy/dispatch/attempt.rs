@@ -70,6 +70,8 @@ pub struct AttemptGuard {
     pin: Option<PinKey>,
     /// Counts it among the connection's attempts in flight.
     in_flight: InFlight,
+    /// The second try on the same connection (`Tried::Again`).
+    again: bool,
 }
 
 impl AttemptGuard {
@@ -95,7 +97,18 @@ impl AttemptGuard {
             slots,
             pin: t.pin,
             in_flight: conn.begin_attempt(),
+            again: false,
         }
+    }
+
+    /// Marks it the second try on its connection: it earns no third.
+    pub fn again(mut self) -> Self {
+        self.again = true;
+        self
+    }
+
+    pub fn is_again(&self) -> bool {
+        self.again
     }
 
     /// Its request-queue start, while the request executes.

@@ -154,9 +154,10 @@ pub(super) enum Tried {
     Answer(Response),
     /// Try the next connection.
     Failed(Failure),
-    /// The stream ended before its first useful event: the same
-    /// connection may be tried once more, unmarked.
-    EarlyEof(Failure),
+    /// The same connection may be tried once more, unmarked: the stream
+    /// ended before its first useful event, or an OAuth token was
+    /// refreshed after a 401.
+    Again(Failure),
 }
 
 /// One target's connections and breaker admission.

@@ -10,7 +10,7 @@ use super::{
     attempt::{AttemptGuard, Failed, transport_failure},
     call::{Call, Failure, FailureCode, NO_HEADERS, Tried},
     deadline::Limit,
-    queue, streaming,
+    oauth, queue, streaming,
 };
 use crate::{
     protocols::translate,
@@ -27,6 +27,11 @@ const ERROR_BODY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One attempt on one connection, to its answer or its failure.
 pub(super) async fn attempt(state: &Arc<AppState>, call: &Call<'_>, mut guard: AttemptGuard) -> Tried {
+    if guard.conn.oauth
+        && let Err(failure) = oauth::ready(state, &mut guard).await
+    {
+        return Tried::Failed(failure);
+    }
     let conn = guard.conn.clone();
     let upstream = conn.provider.protocol;
     let stream = call.caller.stream;
@@ -94,6 +99,19 @@ async fn error_status(
         return Tried::Failed(transport_failure(&mut guard, &e, None));
     };
     let body = guard.conn.redact(&String::from_utf8_lossy(&raw));
+    if status == 401 && !guard.is_again() && oauth::refreshed(state, &guard.conn).await {
+        let message = answer::error_message(status, &body);
+        guard.log_failure(Some(status), "auth_refreshed", &message);
+        let failure = Failure {
+            connection_id: guard.conn.id.clone(),
+            status: Some(status),
+            retry_after: None,
+            message,
+            code: None,
+            timed_out: false,
+        };
+        return Tried::Again(failure);
+    }
     let failed = Failed { status: Some(status), headers: &headers, body: &body, stall: false };
     let outcome = guard.classify(&failed);
     queue::pace(state, guard.executing(), &guard.conn, call.caller.alias, status, &body);

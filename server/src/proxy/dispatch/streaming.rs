@@ -106,7 +106,7 @@ fn not_ready(guard: &mut AttemptGuard, why: NotReady, state: &AppState) -> Tried
         NotReady::EarlyEof => {
             let message = "the upstream stream ended before its first event".to_owned();
             guard.log_failure(Some(200), "stream_early_eof", &message);
-            return Tried::EarlyEof(failure(guard, message, Some(FailureCode::EarlyEof)));
+            return Tried::Again(failure(guard, message, Some(FailureCode::EarlyEof)));
         }
         NotReady::Timeout => {
             let ms = state.config.stream_readiness_timeout.as_millis();

@@ -8,7 +8,7 @@ use std::{sync::Arc, time::Duration};
 
 use super::{
     attempt::AttemptGuard,
-    call::{Call, Caller, Failure, TargetRun, Tried, Unserved},
+    call::{Call, Caller, Failure, FailureCode, TargetRun, Tried, Unserved},
     call_upstream::attempt,
     error::DispatchError,
     gates,
@@ -137,7 +137,8 @@ pub async fn try_connections(
 }
 
 /// Attempts on one connection holding `slots`; a stream that ended
-/// before its first event gets one more try, with fresh slots.
+/// before its first event, or whose OAuth token was refreshed after a 401,
+/// gets one more try, with fresh slots.
 async fn serve_on(
     state: &Arc<AppState>,
     call: &Call<'_>,
@@ -152,16 +153,16 @@ async fn serve_on(
     let failure = match Box::pin(attempt(state, call, guard)).await {
         Tried::Answer(response) => return Some(response),
         Tried::Failed(f) => f,
-        Tried::EarlyEof(_) => match slots::wait(state, call, conn, t.requester).await {
+        Tried::Again(_) => match slots::wait(state, call, conn, t.requester).await {
             Err(refused) => refused,
             Ok(slots) => {
-                let guard = AttemptGuard::start(state, call, t, conn, slots);
+                let guard = AttemptGuard::start(state, call, t, conn, slots).again();
                 match Box::pin(attempt(state, call, guard)).await {
                     Tried::Answer(response) => return Some(response),
                     Tried::Failed(f) => f,
-                    Tried::EarlyEof(f) => {
+                    Tried::Again(f) => {
                         // Twice early: the session's pin leaves this connection.
-                        if let Some(pin) = &t.pin {
+                        if let Some(pin) = t.pin.as_ref().filter(|_| f.code == Some(FailureCode::EarlyEof)) {
                             state.routing.affinity.evict(pin, &conn.id);
                         }
                         f
