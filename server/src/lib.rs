@@ -77,6 +77,7 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
         keys: KeyRegistry::new(clock.clone(), outboxes.key_uses),
         login_throttle: Default::default(),
         new_keys: Default::default(),
+        sign_ins: Default::default(),
     };
     let state = Arc::new(AppState {
         engine,

@@ -59,6 +59,9 @@ async fn a_subscription_token_goes_as_a_bearer_token_with_the_oauth_beta_and_is_
     assert_eq!(sent.headers["authorization"], "Bearer sk-ant-oat01-pasted-abcd");
     assert!(!sent.headers.contains_key("x-api-key"), "never x-api-key: {:?}", sent.headers);
     assert_eq!(sent.headers["anthropic-beta"], "oauth-2025-04-20,interleaved-thinking-2025-05-14");
+    let body: Value = serde_json::from_str(&sent.body).unwrap();
+    let identity = "You are Claude Code, Anthropic's official CLI for Claude.";
+    assert_eq!(body["system"][0]["text"], identity, "the subscription's identity opens the system prompt");
     let listed = gw.api(reqwest::Method::GET, "/api/providers").send().await.unwrap().text().await.unwrap();
     assert!(listed.contains("…abcd") && !listed.contains("pasted-abcd") && !listed.contains("ort01"), "{listed}");
     assert_eq!(fake.tokens_issued(), 0, "a token an hour from expiry is not refreshed");
@@ -132,5 +135,96 @@ async fn token_fields_are_checked_field_by_field() {
         assert!(answer.to_string().contains(field), "{body} → {answer}");
     }
     assert_eq!(gw.get_json("/api/providers").await["total"], 0, "nothing was saved");
+    gw.stop().await;
+}
+
+/// Points connection `id` at the fake backend.
+async fn to_fake(gw: &Gateway, fake: &FakeUpstream, id: &str) {
+    let path = format!("/api/providers/{id}");
+    let resp = gw.api(reqwest::Method::PUT, &path).json(&json!({"baseUrl": fake.url()})).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+}
+
+async fn post_json(gw: &Gateway, path: &str, body: &Value) -> (u16, Value) {
+    let resp = gw.api(reqwest::Method::POST, path).json(body).send().await.unwrap();
+    (resp.status().as_u16(), resp.json().await.unwrap())
+}
+
+/// The field a 400 names first.
+fn field(answer: &Value) -> &str {
+    answer["error"]["details"][0]["field"].as_str().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn signing_in_with_the_code_the_page_shows_adds_the_subscription_and_bad_codes_change_nothing() {
+    let fake = FakeUpstream::start().await.unwrap();
+    let gw = start(&fake, tempfile::tempdir().unwrap()).await;
+    let (status, started) = post_json(&gw, "/api/oauth/claude/start", &json!({})).await;
+    assert_eq!(status, 200, "{started}");
+    let (url, state) = (started["authorizeUrl"].as_str().unwrap(), started["state"].as_str().unwrap());
+    assert!(url.starts_with("https://claude.ai/oauth/authorize?code=true&client_id=9d1c250a-"), "{url}");
+    assert!(url.contains("code_challenge_method=S256") && url.ends_with(&format!("&state={state}")), "{url}");
+    let challenge = url.split("code_challenge=").nth(1).unwrap().split('&').next().unwrap();
+
+    // A code of another sign-in, then one the issuer does not know: refused, the sign-in still waits.
+    let other = json!({"state": state, "code": "fake-code-1#another-state"});
+    let (status, answer) = post_json(&gw, "/api/oauth/claude/complete", &other).await;
+    assert_eq!((status, field(&answer)), (400, "code"), "{answer}");
+    let done = json!({"state": state, "code": format!("fake-code-1#{state}"), "name": "max"});
+    let (status, created) = post_json(&gw, "/api/oauth/claude/complete", &done).await;
+    assert_eq!(status, 201, "{created}");
+    let verifier = fake.requests().iter().rev().find(|r| r.path == "/v1/oauth/token").map(|r| r.body.clone()).unwrap();
+    let verifier: Value = serde_json::from_str(&verifier).unwrap();
+    let verifier = verifier["code_verifier"].as_str().unwrap();
+    assert_eq!(server::upstream::oauth::challenge_of(verifier), challenge, "PKCE S256");
+    let conn = &created["connection"];
+    assert_eq!((conn["provider"].as_str(), conn["authType"].as_str()), (Some("claude"), Some("oauth")));
+    assert_eq!(conn["apiKeyMasked"], "…ke-1");
+
+    // The same sign-in twice, an unknown state, a spent code, a provider without sign-in.
+    let (status, answer) = post_json(&gw, "/api/oauth/claude/complete", &done).await;
+    assert_eq!((status, field(&answer)), (400, "state"), "{answer}");
+    let (_, again) = post_json(&gw, "/api/oauth/claude/start", &json!({})).await;
+    let spent = json!({"state": again["state"], "code": "fake-code-1"});
+    let (status, answer) = post_json(&gw, "/api/oauth/claude/complete", &spent).await;
+    assert_eq!((status, field(&answer)), (400, "code"), "{answer}");
+    assert!(answer.to_string().contains("start again"), "{answer}");
+    let (status, answer) = post_json(&gw, "/api/oauth/openai/start", &json!({})).await;
+    assert_eq!((status, field(&answer)), (400, "provider"), "{answer}");
+    assert_eq!(gw.get_json("/api/providers").await["total"], 1, "only the one sign-in that completed");
+
+    to_fake(&gw, &fake, conn["id"].as_str().unwrap()).await;
+    assert_eq!(ask(&gw).await.status(), 200);
+    assert_eq!(bearers(&fake), ["sk-ant-oat01-fake-1"]);
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn importing_claude_codes_credentials_file_adds_the_subscription_and_a_malformed_one_is_refused() {
+    let fake = FakeUpstream::start().await.unwrap();
+    let gw = start(&fake, tempfile::tempdir().unwrap()).await;
+    let file =
+        |oauth: Value| json!({"format": "claude-code", "name": "laptop", "credentials": {"claudeAiOauth": oauth}});
+    let expires_at = gw.state.clock.now_ms() + HOUR_MS;
+    for (body, named) in [
+        (
+            json!({"format": "claude-code", "name": "laptop", "credentials": {}}),
+            "credentials.claudeAiOauth.accessToken",
+        ),
+        (file(json!({"accessToken": "at", "expiresAt": "soon"})), "credentials.claudeAiOauth.expiresAt"),
+        (file(json!({"accessToken": "at", "expiresAt": 1_767_225_600})), "expiresAt"),
+        (json!({"format": "codex", "name": "x", "credentials": {"tokens": {}}}), "format"),
+    ] {
+        let (status, answer) = post_json(&gw, "/api/providers/import", &body).await;
+        assert_eq!((status, field(&answer)), (400, named), "{body} → {answer}");
+    }
+    let good = file(json!({"accessToken": "sk-ant-oat01-imported", "refreshToken": "sk-ant-ort01-imported",
+                           "expiresAt": expires_at, "scopes": ["user:inference"], "subscriptionType": "max"}));
+    let (status, created) = post_json(&gw, "/api/providers/import", &good).await;
+    assert_eq!(status, 201, "{created}");
+    assert_eq!(gw.get_json("/api/providers").await["total"], 1, "the refused files added nothing");
+    to_fake(&gw, &fake, created["connection"]["id"].as_str().unwrap()).await;
+    assert_eq!(ask(&gw).await.status(), 200);
+    assert_eq!(bearers(&fake), ["sk-ant-oat01-imported"]);
     gw.stop().await;
 }

@@ -12,6 +12,7 @@ pub mod monitoring;
 pub mod onboarding;
 pub mod rate_limits;
 pub mod settings;
+pub mod subscription;
 pub mod traffic;
 pub mod validation;
 

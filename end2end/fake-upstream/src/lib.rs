@@ -249,7 +249,7 @@ async fn serve(State(s): State<Arc<Shared>>, method: Method, uri: Uri, headers: 
         return (StatusCode::NOT_FOUND, Json(serde_json::json!({"error": {"message": "no such route"}})))
             .into_response();
     };
-    if let Some(refused) = (kind == Kind::Anthropic).then(|| oauth::refusal(&headers)).flatten() {
+    if let Some(refused) = (kind == Kind::Anthropic).then(|| oauth::refusal(&headers, &json)).flatten() {
         return refused;
     }
     let model = requested_model(path, &json).unwrap_or_else(|| "fake-model".into());

@@ -6,9 +6,14 @@
 //!   refresh tokens (`sk-ant-oat01-fake-N`, `sk-ant-ort01-fake-N`, valid
 //!   8 hours); a spent one, or one starting with `revoked`, gets `400
 //!   {"error":"invalid_grant"}`.
+//! * A sign-in's code (`authorization_code`, with its `state`,
+//!   `redirect_uri` and PKCE `code_verifier`) is good once if it starts
+//!   with `fake-code`; the test checks the verifier against the challenge
+//!   of the sign-in URL from the recorded request.
 //! * A bearer token on `/v1/messages` needs the `oauth-2025-04-20` beta
 //!   and must come without `x-api-key`; one starting with `expired` is
-//!   refused with `401` as an expired token.
+//!   refused with `401` as an expired token; the request's system prompt
+//!   must open with Claude Code's identity (`400` otherwise).
 
 use axum::{
     Json,
@@ -36,11 +41,21 @@ impl Issuer {
 
     /// The token endpoint's answer to `body`.
     pub fn token(&self, body: &Value) -> Response {
-        let refresh_token = body["refresh_token"].as_str().unwrap_or_default();
-        if body["grant_type"] != "refresh_token" || body["client_id"].as_str().is_none_or(str::is_empty) {
+        let given = |field: &str| body[field].as_str().filter(|v| !v.is_empty());
+        // The grant, when the request is well formed: a refresh token or a code.
+        let grant = match body["grant_type"].as_str() {
+            _ if given("client_id").is_none() => None,
+            Some("refresh_token") => Some(given("refresh_token").filter(|t| !t.starts_with("revoked"))),
+            Some("authorization_code") if given("code_verifier").is_some() && given("redirect_uri").is_some() => {
+                Some(given("code").filter(|c| c.starts_with("fake-code")))
+            }
+            _ => None,
+        };
+        let Some(grant) = grant else {
             return refused(StatusCode::BAD_REQUEST, "invalid_request");
-        }
-        if refresh_token.starts_with("revoked") || !self.spent.lock().insert(refresh_token.to_owned()) {
+        };
+        // Good once.
+        if !grant.is_some_and(|g| self.spent.lock().insert(g.to_owned())) {
             return refused(StatusCode::BAD_REQUEST, "invalid_grant");
         }
         let n = {
@@ -62,20 +77,33 @@ fn refused(status: StatusCode, error: &str) -> Response {
     (status, Json(json!({"error": error, "error_description": "the fake issuer refused the request"}))).into_response()
 }
 
+/// The first line of Claude Code's system prompt.
+const IDENTITY: &str = "You are Claude Code, Anthropic's official CLI for Claude.";
+
 /// Why a subscription backend refuses a bearer token on Anthropic
 /// Messages, if it does.
-pub fn refusal(headers: &HeaderMap) -> Option<Response> {
+pub fn refusal(headers: &HeaderMap, body: &Value) -> Option<Response> {
     let token = headers.get("authorization")?.to_str().ok()?.strip_prefix("Bearer ")?;
     let betas = headers.get("anthropic-beta").and_then(|v| v.to_str().ok()).unwrap_or_default();
-    let why = if headers.contains_key("x-api-key") {
-        "send the OAuth token or an API key, not both"
+    let unauthorized = if headers.contains_key("x-api-key") {
+        Some("send the OAuth token or an API key, not both")
     } else if !betas.split(',').any(|b| b.trim() == OAUTH_BETA) {
-        "OAuth authentication is currently not supported."
+        Some("OAuth authentication is currently not supported.")
     } else if token.starts_with("expired") {
-        "OAuth token has expired. Please obtain a new token or refresh your existing token."
+        Some("OAuth token has expired. Please obtain a new token or refresh your existing token.")
     } else {
-        return None;
+        None
     };
-    let body = json!({"type": "error", "error": {"type": "authentication_error", "message": why}});
-    Some((StatusCode::UNAUTHORIZED, Json(body)).into_response())
+    if let Some(why) = unauthorized {
+        let body = json!({"type": "error", "error": {"type": "authentication_error", "message": why}});
+        return Some((StatusCode::UNAUTHORIZED, Json(body)).into_response());
+    }
+    let opens = body["system"][0]["text"].as_str().or_else(|| body["system"].as_str());
+    if opens.is_some_and(|s| s.starts_with(IDENTITY)) {
+        return None;
+    }
+    let message =
+        "This credential is only authorized for use with Claude Code and cannot be used for other API requests.";
+    let body = json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}});
+    Some((StatusCode::BAD_REQUEST, Json(body)).into_response())
 }

@@ -29,6 +29,7 @@ impl From<ServiceError> for ApiError {
         match e {
             ServiceError::Invalid(details) => Self::Invalid(details),
             ServiceError::NotFound(what) => Self::NotFound(what),
+            ServiceError::Unavailable(message) => Self::Body(StatusCode::BAD_GATEWAY, message),
             ServiceError::Db(err) => {
                 tracing::error!(error = %err, "database error in a management request");
                 Self::Internal

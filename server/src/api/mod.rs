@@ -11,6 +11,7 @@ pub mod logs;
 pub mod monitoring;
 pub mod providers;
 pub mod resilience;
+pub mod subscriptions;
 
 use axum::{
     Router,
@@ -32,6 +33,9 @@ pub fn router(state: &Arc<AppState>) -> Router<Arc<AppState>> {
         .route("/api/providers", get(providers::list).post(providers::create))
         .route("/api/providers/{id}", get(providers::get).put(providers::update).delete(providers::delete))
         .route("/api/providers/{id}/test", post(providers::test))
+        .route("/api/providers/import", post(subscriptions::import))
+        .route("/api/oauth/{provider}/start", post(subscriptions::start))
+        .route("/api/oauth/{provider}/complete", post(subscriptions::complete))
         .route("/api/combos", get(combos::list).post(combos::create))
         .route("/api/combos/{name}", get(combos::get).put(combos::replace).delete(combos::delete))
         .route("/api/aliases", get(combos::aliases).put(combos::put_alias).delete(combos::delete_alias))

@@ -11,6 +11,8 @@ pub mod password;
 pub mod redact;
 pub mod secrets;
 pub mod sessions;
+pub mod sign_ins;
+pub mod stash;
 
 use rand::RngCore;
 use sha2::{Digest, Sha256};
@@ -44,4 +46,6 @@ pub struct Auth {
     pub login_throttle: login_throttle::LoginThrottle,
     /// New API keys to show once after a form post (shared by the workers).
     pub new_keys: new_keys::NewKeyStash,
+    /// Subscription sign-ins waiting for their code.
+    pub sign_ins: sign_ins::SignIns,
 }

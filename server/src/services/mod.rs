@@ -27,6 +27,9 @@ pub enum ServiceError {
     NotFound(&'static str),
     #[error("database error: {0}")]
     Db(#[from] sea_orm::DbErr),
+    /// A provider the request needed could not be reached (502).
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 impl ServiceError {

@@ -10,13 +10,18 @@
 
 use std::sync::Arc;
 
-use app::types::mask_secret;
+use app::types::{
+    AuthType, ConnectionView, CreateConnection, mask_secret,
+    subscription::{CompleteSignIn, ImportCredentials, ImportFormat, SignInStarted},
+};
 
+use super::{ServiceError, connections as connection_service};
 use crate::{
+    auth::{self, sign_ins::SignIn},
     db::connections,
     routing::registry::LiveConnection,
     state::AppState,
-    upstream::oauth::{self, RefreshError, TokenSet},
+    upstream::oauth::{self, Pkce, RefreshError, TokenSet},
 };
 
 /// How long before its expiry a token is refreshed.
@@ -102,4 +107,134 @@ async fn store(state: &AppState, mut row: connections::ConnectionRow, tokens: &T
     row.updated_at = state.clock.now_ms();
     connections::set_credential(&state.db, &row).await?;
     state.routing.connections.reload(&state.db, &state.auth.secrets).await
+}
+
+/// Starts a sign-in to `provider`: the page to send the user to, and the
+/// `state` its code must come back with (within 10 minutes, once).
+pub fn start(state: &AppState, provider: &str) -> Result<SignInStarted, ServiceError> {
+    let client = subscription_client(provider)?;
+    let pkce = Pkce::of(auth::random_token(32));
+    let sign_in_state = auth::random_token(32);
+    let authorize_url = client.authorize_url(&sign_in_state, &pkce.challenge);
+    let sign_in = SignIn { provider: client.provider, verifier: pkce.verifier };
+    state.auth.sign_ins.put(sign_in_state.clone(), sign_in, state.clock.now_ms());
+    Ok(SignInStarted { authorize_url, state: sign_in_state })
+}
+
+/// Completes a sign-in with the code the provider's page gave: the new
+/// connection.
+pub async fn complete(state: &AppState, provider: &str, input: CompleteSignIn) -> Result<ConnectionView, ServiceError> {
+    input.validate().map_err(ServiceError::Invalid)?;
+    let client = subscription_client(provider)?;
+    let (code, pasted_state) = read_code(&input.code);
+    if pasted_state.is_some_and(|s| s != input.state) {
+        return Err(ServiceError::field(
+            "code",
+            "this code belongs to another sign-in: paste the code of the one you started last",
+        ));
+    }
+    let now = state.clock.now_ms();
+    let Some(sign_in) = state.auth.sign_ins.take(&input.state, now).filter(|s| s.provider == client.provider) else {
+        return Err(ServiceError::field(
+            "state",
+            format!(
+                "no {provider} sign-in is waiting with this state (a sign-in lasts 10 minutes and completes once); start again"
+            ),
+        ));
+    };
+    let url = state.config.oauth_token_url(client.provider).unwrap_or(client.token_url);
+    let tokens =
+        match oauth::exchange(&*state.upstream, client, url, (&code, &input.state, &sign_in.verifier), now).await {
+            Ok(tokens) => tokens,
+            Err(RefreshError::Refused(why)) => {
+                return Err(ServiceError::field(
+                    "code",
+                    format!(
+                        "{provider} refused the code ({why}): a code works once and only for a few minutes; start again"
+                    ),
+                ));
+            }
+            Err(e @ RefreshError::Failed(_)) => return Err(ServiceError::Unavailable(e.to_string())),
+        };
+    let name = input.name.unwrap_or_else(|| format!("{provider} subscription"));
+    tracing::info!(provider, "subscription signed in");
+    add(state, client.provider, name, tokens).await
+}
+
+/// Adds the account a CLI's credentials file describes.
+pub async fn import(state: &AppState, input: ImportCredentials) -> Result<ConnectionView, ServiceError> {
+    let ImportFormat::ClaudeCode = input.format else {
+        return Err(ServiceError::field("format", "only claude-code files can be imported for now"));
+    };
+    let o = &input.credentials["claudeAiOauth"];
+    let field = |name: &str| format!("credentials.claudeAiOauth.{name}");
+    let Some(access_token) = o["accessToken"].as_str() else {
+        return Err(ServiceError::field(
+            &field("accessToken"),
+            "is missing: send the JSON of Claude Code's ~/.claude/.credentials.json, which holds a claudeAiOauth object",
+        ));
+    };
+    let refresh_token = match &o["refreshToken"] {
+        serde_json::Value::Null => None,
+        v => Some(v.as_str().ok_or_else(|| ServiceError::field(&field("refreshToken"), "must be a string"))?),
+    };
+    let expires_at = match &o["expiresAt"] {
+        serde_json::Value::Null => None,
+        v => Some(v.as_i64().ok_or_else(|| ServiceError::field(&field("expiresAt"), "must be epoch milliseconds"))?),
+    };
+    let tokens =
+        TokenSet { access_token: access_token.to_owned(), refresh_token: refresh_token.map(str::to_owned), expires_at };
+    add(state, "claude", input.name, tokens).await
+}
+
+/// A subscription connection of `provider` holding `tokens`.
+async fn add(state: &AppState, provider: &str, name: String, tokens: TokenSet) -> Result<ConnectionView, ServiceError> {
+    let input = CreateConnection {
+        provider: provider.to_owned(),
+        name,
+        auth_type: Some(AuthType::Oauth),
+        access_token: Some(tokens.access_token),
+        refresh_token: tokens.refresh_token,
+        expires_at: tokens.expires_at,
+        ..Default::default()
+    };
+    connection_service::create(state, input).await
+}
+
+fn subscription_client(provider: &str) -> Result<&'static oauth::OauthClient, ServiceError> {
+    oauth::client(provider).ok_or_else(|| {
+        ServiceError::field("provider", format!("{provider} has no sign-in; subscription providers: claude"))
+    })
+}
+
+/// The code in what the user pasted: `code#state` (Claude's page), a
+/// redirect URL with `code` and `state` in its query, or the bare code;
+/// and the state it names, if any.
+fn read_code(pasted: &str) -> (String, Option<String>) {
+    let pasted = pasted.trim();
+    if let Some((_, query)) = pasted.split_once('?').filter(|_| pasted.starts_with("http")) {
+        let query = query.split('#').next().unwrap_or_default();
+        let param =
+            |name: &str| form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == name).map(|(_, v)| v.into_owned());
+        return (param("code").unwrap_or_default(), param("state"));
+    }
+    match pasted.split_once('#') {
+        Some((code, state)) => (code.to_owned(), Some(state.to_owned())),
+        None => (pasted.to_owned(), None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pasted_code_may_be_the_code_code_hash_state_or_the_redirect_url() {
+        let own = |code: &str, state: Option<&str>| (code.to_owned(), state.map(str::to_owned));
+        assert_eq!(read_code(" abc#st-1 "), own("abc", Some("st-1")));
+        assert_eq!(read_code("abc"), own("abc", None));
+        let url = "http://localhost:1455/auth/callback?code=ac%2F1&scope=x&state=st-2";
+        assert_eq!(read_code(url), own("ac/1", Some("st-2")));
+        assert_eq!(read_code("https://example.test/cb?state=s"), own("", Some("s")));
+    }
 }

@@ -46,6 +46,9 @@ fn err(e: ServiceError) -> BackendError {
     match e {
         ServiceError::Invalid(details) => BackendError::Invalid(details),
         ServiceError::NotFound(what) => BackendError::NotFound(what.to_owned()),
+        ServiceError::Unavailable(message) => {
+            BackendError::Invalid(vec![app::types::FieldError::new("provider", message)])
+        }
         ServiceError::Db(db) => {
             tracing::error!(error = %db, "database error in a dashboard request");
             BackendError::Internal
@@ -162,7 +165,7 @@ impl Backend for WebBackend {
     }
 
     fn stash_new_key(&self, created: CreatedApiKey) {
-        self.state.auth.new_keys.stash(created, self.state.clock.now_ms());
+        self.state.auth.new_keys.put(created.id.clone(), created, self.state.clock.now_ms());
     }
 
     fn take_new_key(&self, id: &str) -> Option<CreatedApiKey> {

@@ -15,6 +15,7 @@ use super::{
     json::{self as j, invalid, path},
 };
 
+pub mod identity;
 mod response;
 mod stream;
 

@@ -14,7 +14,7 @@ use super::{
     gates,
     slots::{self, Slots, Taken},
 };
-use crate::proxy::errors::ProxyError;
+use crate::{protocols::anthropic::identity, proxy::errors::ProxyError};
 use crate::{
     routing::{
         registry::{LiveConnection, Snapshot},
@@ -66,6 +66,8 @@ pub async fn serve_target(
     }
     let (protocol, model) = (target.provider.protocol, target.model.as_str());
     let body = body_for(protocol, model).map_err(DispatchError::Request)?;
+    // A Claude subscription serves only requests that open as Claude Code's.
+    let body = if target.provider.id == "claude" { identity::with_identity(body) } else { body };
     let handoff = match caller.handoff {
         Some((from, noted)) => Some((from, noted.body_for(protocol, model).map_err(DispatchError::Request)?)),
         None => None,

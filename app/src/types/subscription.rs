@@ -1,0 +1,62 @@
+//! Subscription (OAuth) accounts: signing in through the provider's page,
+//! and importing the credentials file its CLI already wrote.
+
+use serde::{Deserialize, Serialize};
+
+use super::validation::{Errors, FieldError};
+
+/// `POST /api/oauth/{provider}/start` answer: the page to open, and the
+/// sign-in's `state` to send back with its code.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SignInStarted {
+    pub authorize_url: String,
+    pub state: String,
+}
+
+/// `POST /api/oauth/{provider}/complete` body. `code` is what the
+/// provider's page showed (`code#state` for Claude), or the whole URL it
+/// redirected to, pasted back.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CompleteSignIn {
+    pub state: String,
+    pub code: String,
+    /// The new connection's name (default: the provider's).
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+impl CompleteSignIn {
+    pub fn validate(&self) -> Result<(), Vec<FieldError>> {
+        let mut e = Errors::default();
+        e.text("state", &self.state, 200);
+        e.text("code", &self.code, 4096);
+        if let Some(name) = &self.name {
+            e.text("name", name, 100);
+        }
+        e.into_result()
+    }
+}
+
+/// The credential files a CLI writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ImportFormat {
+    /// Claude Code's `~/.claude/.credentials.json` (`claudeAiOauth`).
+    ClaudeCode,
+    /// Codex's `~/.codex/auth.json`.
+    Codex,
+    /// Gemini CLI's `~/.gemini/oauth_creds.json`.
+    GeminiCli,
+}
+
+/// `POST /api/providers/import` body.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ImportCredentials {
+    pub format: ImportFormat,
+    pub name: String,
+    /// The file's JSON, as the CLI wrote it.
+    pub credentials: serde_json::Value,
+}

@@ -1,0 +1,16 @@
+//! Subscription sign-ins between their start (the user is sent to the
+//! provider's page) and their code coming back: the PKCE verifier stays
+//! here, keyed by the sign-in's `state`, and is taken once.
+
+/// How long a started sign-in waits for its code.
+pub const SIGN_IN_TTL_MS: i64 = 10 * 60 * 1000;
+
+/// A started sign-in.
+pub struct SignIn {
+    pub provider: &'static str,
+    /// The PKCE verifier whose challenge the sign-in URL carries.
+    pub verifier: String,
+}
+
+/// `state` → the sign-in it names.
+pub type SignIns = super::stash::Stash<SignIn, SIGN_IN_TTL_MS>;
