@@ -5,8 +5,12 @@
 
 mod answer;
 mod edits;
+mod subscriptions;
 
 pub use edits::{EditConnection, SaveCombo, edit_connection, save_combo};
+pub use subscriptions::{
+    FinishSignIn, ImportSubscription, StartSignIn, finish_sign_in, import_subscription, pending_sign_in, start_sign_in,
+};
 
 use leptos::prelude::*;
 

@@ -15,6 +15,7 @@ use crate::types::{
     },
     rate_limits::{RateLimitList, RateLimitProtectionSet, SetRateLimitProtection},
     settings::{ResilienceSettings, ResilienceView},
+    subscription::{CompleteSignIn, ImportCredentials, SignInStarted},
 };
 
 /// A failure a page can show.
@@ -79,6 +80,14 @@ pub trait Backend: Send + Sync + 'static {
     async fn update_connection(&self, id: &str, input: UpdateConnection) -> BackendResult<ConnectionView>;
     async fn delete_connection(&self, id: &str) -> BackendResult<()>;
     async fn test_connection(&self, id: &str) -> BackendResult<ConnectionTestResult>;
+    /// Starts a subscription sign-in, like `POST /api/oauth/{provider}/start`.
+    fn start_sign_in(&self, provider: &str) -> BackendResult<SignInStarted>;
+    /// A started sign-in still waiting for its code.
+    fn pending_sign_in(&self, state: &str) -> Option<SignInStarted>;
+    /// Completes a sign-in with its code, like `POST /api/oauth/{provider}/complete`.
+    async fn complete_sign_in(&self, provider: &str, input: CompleteSignIn) -> BackendResult<ConnectionView>;
+    /// Adds the account of a CLI's credentials file, like `POST /api/providers/import`.
+    async fn import_credentials(&self, input: ImportCredentials) -> BackendResult<ConnectionView>;
     fn list_combos(&self) -> ComboList;
     /// Each combo's targets as they stand now.
     fn combo_status(&self) -> ComboStatusList;

@@ -64,7 +64,8 @@ fn free_port() -> anyhow::Result<u16> {
 }
 
 /// Starts fake-upstream and the gateway from `target/<profile>`; returns
-/// them with (gateway URL, fake URL).
+/// them with (gateway URL, fake URL). `{fake}` in an `env` value becomes
+/// the fake's URL.
 pub fn start_stack(
     profile: &str,
     data_dir: &Path,
@@ -73,8 +74,11 @@ pub fn start_stack(
 ) -> anyhow::Result<(Service, Service, String, String)> {
     let bin = util::target_dir().join(profile);
     let (fake, fake_url) = Service::start(Command::new(bin.join("fake-upstream")), "http://")?;
-    let (gateway, url) = start_gateway(&bin.join("omniroute"), data_dir, log, env)?;
-    Ok((gateway, fake, url, fake_url.trim().to_owned()))
+    let fake_url = fake_url.trim().to_owned();
+    let env: Vec<(&str, String)> = env.iter().map(|(k, v)| (*k, v.replace("{fake}", &fake_url))).collect();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (gateway, url) = start_gateway(&bin.join("omniroute"), data_dir, log, &env)?;
+    Ok((gateway, fake, url, fake_url))
 }
 
 /// The gateway binary `omniroute` serving on a free port, its data in
@@ -109,8 +113,13 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     let data_dir = util::target_dir().join(format!("e2e-data-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&data_dir);
     // Two resilience variables, so the settings pages show where env wins
-    // (RATE_LIMIT_AUTO_ENABLE) and where it only sets the default.
-    let env = [("RATE_LIMIT_AUTO_ENABLE", "true"), ("RATE_LIMIT_MAX_QUEUE_DEPTH", "500")];
+    // (RATE_LIMIT_AUTO_ENABLE) and where it only sets the default; and
+    // Claude subscriptions signed in at the fake's issuer.
+    let env = [
+        ("RATE_LIMIT_AUTO_ENABLE", "true"),
+        ("RATE_LIMIT_MAX_QUEUE_DEPTH", "500"),
+        ("OMNIROUTE_OAUTH_TOKEN_URL_CLAUDE", "{fake}/v1/oauth/token"),
+    ];
     let (gateway, fake, url, fake_url) = start_stack("debug", &data_dir, "info,server=warn", &env)?;
     step(&format!("playwright against {url} (fake upstream {fake_url})"));
     let result = util::run(

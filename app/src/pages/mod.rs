@@ -9,6 +9,7 @@ pub mod login;
 pub mod logs;
 pub mod providers;
 pub mod settings;
+pub mod subscriptions;
 pub mod traffic;
 
 use leptos::prelude::*;

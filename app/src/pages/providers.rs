@@ -3,6 +3,7 @@
 
 use leptos::prelude::*;
 
+use super::subscriptions::{SubscriptionActions, SubscriptionForms};
 use crate::{
     api::{
         AddConnection, DeleteConnection, EditConnection, SetConnectionActive, TestConnection, get_catalog,
@@ -132,6 +133,7 @@ pub fn ProvidersPage() -> impl IntoView {
     let delete = ServerAction::<DeleteConnection>::new();
     let test = ServerAction::<TestConnection>::new();
     let catalog = Resource::new(|| (), |_| get_catalog());
+    let subscriptions = SubscriptionActions::default();
     let changes = move || {
         (
             add.version().get(),
@@ -139,6 +141,7 @@ pub fn ProvidersPage() -> impl IntoView {
             toggle.version().get(),
             delete.version().get(),
             test.version().get(),
+            subscriptions.added(),
         )
     };
     let connections = Resource::new(changes, |_| get_connections());
@@ -154,7 +157,16 @@ pub fn ProvidersPage() -> impl IntoView {
     let errors = FormErrors::of("add", add);
     view! {
         <Layout title="Providers">
-            {LastError::default().track(add).track(edit).track(toggle).track(delete).track(test).view()}
+            {LastError::default()
+                .track(add)
+                .track(edit)
+                .track(toggle)
+                .track(delete)
+                .track(test)
+                .track(subscriptions.start)
+                .track(subscriptions.finish)
+                .track(subscriptions.import)
+                .view()}
             <TestResult test />
             <section class="mb-6 bg-white p-4 rounded-md shadow-sm">
                 <h2 class="font-semibold mb-2">"Add a connection"</h2>
@@ -198,6 +210,7 @@ pub fn ProvidersPage() -> impl IntoView {
                     </button>
                 </ActionForm>
             </section>
+            <SubscriptionForms actions=subscriptions />
             <Transition fallback=Loading>
                 {move || Suspend::new(async move {
                     let entries = catalog.await.unwrap_or_default();

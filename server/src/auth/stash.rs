@@ -25,6 +25,12 @@ impl<T, const TTL_MS: i64> Stash<T, TTL_MS> {
         stash.insert(id, (value, now));
     }
 
+    /// What `f` reads of the value under `id`, leaving it in place.
+    pub fn peek<R>(&self, id: &str, now: i64, f: impl FnOnce(&T) -> R) -> Option<R> {
+        let stash = self.0.lock();
+        stash.get(id).filter(|(_, at)| now - *at < TTL_MS).map(|(value, _)| f(value))
+    }
+
     /// The value under `id`, once, unless it waited too long.
     pub fn take(&self, id: &str, now: i64) -> Option<T> {
         let (value, at) = self.0.lock().remove(id)?;
@@ -41,6 +47,7 @@ mod tests {
         let stash = Stash::<&str, 100>::default();
         stash.put("a".into(), "first", 0);
         stash.put("b".into(), "second", 0);
+        assert_eq!(stash.peek("a", 1, |v| v.len()), Some(5), "a peek leaves it");
         assert_eq!(stash.take("a", 1), Some("first"));
         assert!(stash.take("a", 2).is_none(), "taken once");
         assert!(stash.take("b", 100).is_none(), "too old");

@@ -121,6 +121,17 @@ pub fn start(state: &AppState, provider: &str) -> Result<SignInStarted, ServiceE
     Ok(SignInStarted { authorize_url, state: sign_in_state })
 }
 
+/// The sign-in started with `sign_in_state`, while it waits for its code
+/// (the page a plain form post reloads shows it again).
+pub fn pending(state: &AppState, sign_in_state: &str) -> Option<SignInStarted> {
+    let now = state.clock.now_ms();
+    let url = state.auth.sign_ins.peek(sign_in_state, now, |s| {
+        let client = oauth::client(s.provider)?;
+        Some(client.authorize_url(sign_in_state, &oauth::challenge_of(&s.verifier)))
+    })??;
+    Some(SignInStarted { authorize_url: url, state: sign_in_state.to_owned() })
+}
+
 /// Completes a sign-in with the code the provider's page gave: the new
 /// connection.
 pub async fn complete(state: &AppState, provider: &str, input: CompleteSignIn) -> Result<ConnectionView, ServiceError> {

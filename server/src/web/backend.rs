@@ -14,6 +14,7 @@ use app::{
         onboarding::GetStarted,
         rate_limits::{RateLimitList, RateLimitProtectionSet, SetRateLimitProtection},
         settings::{ResilienceSettings, ResilienceView},
+        subscription::{CompleteSignIn, ImportCredentials, SignInStarted},
         traffic::TrafficReport,
     },
 };
@@ -85,6 +86,22 @@ impl Backend for WebBackend {
 
     async fn create_connection(&self, input: CreateConnection) -> BackendResult<ConnectionView> {
         services::connections::create(&self.state, input).await.map_err(err)
+    }
+
+    fn start_sign_in(&self, provider: &str) -> BackendResult<SignInStarted> {
+        services::oauth::start(&self.state, provider).map_err(err)
+    }
+
+    fn pending_sign_in(&self, state: &str) -> Option<SignInStarted> {
+        services::oauth::pending(&self.state, state)
+    }
+
+    async fn complete_sign_in(&self, provider: &str, input: CompleteSignIn) -> BackendResult<ConnectionView> {
+        services::oauth::complete(&self.state, provider, input).await.map_err(err)
+    }
+
+    async fn import_credentials(&self, input: ImportCredentials) -> BackendResult<ConnectionView> {
+        services::oauth::import(&self.state, input).await.map_err(err)
     }
 
     async fn update_connection(&self, id: &str, input: UpdateConnection) -> BackendResult<ConnectionView> {

@@ -1,0 +1,61 @@
+//! Subscription accounts from the dashboard: sign in through the
+//! provider's page (start, then the code it shows), or import the file a
+//! CLI wrote. Without JS, a started sign-in reloads the page at
+//! `/providers?sign_in=<state>`, which shows it again until its code comes.
+
+use leptos::prelude::*;
+
+use super::answer::Answer;
+#[cfg(feature = "ssr")]
+use super::{given, ssr};
+use crate::types::subscription::SignInStarted;
+
+/// Where subscription forms send the browser back to.
+#[cfg(feature = "ssr")]
+const PAGE: &str = "/providers";
+
+#[server(prefix = "/sfn", output = Answer, endpoint = "start_sign_in")]
+pub async fn start_sign_in(provider: String) -> Result<SignInStarted, ServerFnError> {
+    let started = ssr::backend()?.start_sign_in(&provider).map_err(|e| ssr::fail(PAGE, e))?;
+    if ssr::is_form_post() {
+        leptos_axum::redirect(&format!("{PAGE}?sign_in={}", crate::format::query_escape(&started.state)));
+    }
+    Ok(started)
+}
+
+#[server(prefix = "/sfn", output = Answer, endpoint = "pending_sign_in")]
+pub async fn pending_sign_in(state: String) -> Result<Option<SignInStarted>, ServerFnError> {
+    Ok(ssr::backend()?.pending_sign_in(&state))
+}
+
+#[server(prefix = "/sfn", output = Answer, endpoint = "finish_sign_in")]
+pub async fn finish_sign_in(
+    provider: String,
+    state: String,
+    code: String,
+    name: Option<String>,
+) -> Result<(), ServerFnError> {
+    let input = crate::types::subscription::CompleteSignIn { state, code, name: given(name) };
+    let backend = ssr::backend()?;
+    backend.complete_sign_in(&provider, input).await.map_err(|e| ssr::fail(PAGE, e))?;
+    if ssr::is_form_post() {
+        leptos_axum::redirect(PAGE);
+    }
+    Ok(())
+}
+
+#[server(prefix = "/sfn", output = Answer, endpoint = "import_subscription")]
+pub async fn import_subscription(name: String, credentials: String) -> Result<(), ServerFnError> {
+    use crate::{backend::BackendError, types::FieldError};
+    let fail = |e| ssr::fail(PAGE, e);
+    let credentials = serde_json::from_str(&credentials).map_err(|e| {
+        fail(BackendError::Invalid(vec![FieldError::new("credentials", format!("is not the file's JSON: {e}"))]))
+    })?;
+    let format = crate::types::subscription::ImportFormat::ClaudeCode;
+    let input = crate::types::subscription::ImportCredentials { format, name, credentials };
+    ssr::backend()?.import_credentials(input).await.map_err(fail)?;
+    if ssr::is_form_post() {
+        leptos_axum::redirect(PAGE);
+    }
+    Ok(())
+}

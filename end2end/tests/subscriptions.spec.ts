@@ -1,0 +1,69 @@
+import { test, expect, Page } from '@playwright/test';
+import { login, hydrated } from './helpers';
+
+// Signing in with a Claude subscription from Providers, against the fake
+// issuer (OMNIROUTE_OAUTH_TOKEN_URL_CLAUDE points at it): start, open
+// Claude's page (its URL carries the sign-in's state), paste the code it
+// shows; a refused code is named at its input; the import form takes
+// Claude Code's credentials file.
+
+/** Starts a sign-in (after the one of `previous`, if any); its state, read from the link to Claude's page. */
+async function startSignIn(page: Page, previous?: string): Promise<string> {
+  await page.getByRole('button', { name: 'Sign in with Claude' }).click();
+  const link = page.getByTestId('authorize-url');
+  await expect(link).toHaveAttribute('href', /^https:\/\/claude\.ai\/oauth\/authorize\?code=true&client_id=/);
+  if (previous) {
+    await expect(link).not.toHaveAttribute('href', new RegExp(`state=${previous}$`));
+  }
+  const href = (await link.getAttribute('href')) ?? '';
+  expect(href).toContain('code_challenge_method=S256');
+  return new URL(href).searchParams.get('state') ?? '';
+}
+
+test('sign in with a Claude subscription, a refused code, and an import', async ({ page }) => {
+  await login(page);
+  await page.goto('/providers');
+  await hydrated(page);
+
+  const state = await startSignIn(page);
+  const finish = page.getByTestId('finish-sign-in');
+  await finish.locator('input[name=code]').fill(`not-a-code#${state}`);
+  await finish.getByRole('button', { name: 'Add the account' }).click();
+  await expect(finish.locator('[data-field-error=code]')).toContainText('refused the code');
+
+  const again = await startSignIn(page, state);
+  await finish.locator('input[name=code]').fill(`fake-code-e2e-js#${again}`);
+  await finish.locator('input[name=name]').fill('e2e-claude-signed-in');
+  await finish.getByRole('button', { name: 'Add the account' }).click();
+  await expect(page.getByTestId('finish-sign-in')).toHaveCount(0);
+  await expect(page.locator('tr', { hasText: 'e2e-claude-signed-in' })).toContainText('claude');
+
+  const imported = page.getByTestId('import-subscription');
+  await page.getByText("Import Claude Code's credentials file").click();
+  await imported.locator('input[name=name]').fill('e2e-claude-imported');
+  await imported.locator('textarea[name=credentials]').fill('{"claudeAiOauth":');
+  await imported.getByRole('button', { name: 'Import' }).click();
+  await expect(imported.locator('[data-field-error=credentials]')).toContainText("is not the file's JSON");
+  const file = { claudeAiOauth: { accessToken: 'sk-ant-oat01-e2e-imported-9911', refreshToken: 'sk-ant-ort01-e2e', expiresAt: Date.now() + 3_600_000 } };
+  await imported.locator('textarea[name=credentials]').fill(JSON.stringify(file));
+  await imported.getByRole('button', { name: 'Import' }).click();
+  await expect(page.locator('tr', { hasText: 'e2e-claude-imported' })).toContainText('…9911');
+});
+
+test.describe('without JavaScript', () => {
+  test.use({ javaScriptEnabled: false });
+
+  test('a sign-in survives the page reload and completes', async ({ page }) => {
+    await login(page);
+    await page.goto('/providers');
+    const state = await startSignIn(page);
+    await expect(page).toHaveURL(/\/providers\?sign_in=/);
+    const finish = page.getByTestId('finish-sign-in');
+    await finish.locator('input[name=code]').fill(`fake-code-e2e-nojs#${state}`);
+    await finish.locator('input[name=name]').fill('e2e-claude-nojs');
+    await finish.getByRole('button', { name: 'Add the account' }).click();
+    await expect(page).toHaveURL(/\/providers$/);
+    await expect(page.locator('tr', { hasText: 'e2e-claude-nojs' })).toContainText('claude');
+    await expect(page.getByTestId('finish-sign-in')).toHaveCount(0);
+  });
+});
