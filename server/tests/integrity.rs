@@ -11,7 +11,9 @@ mod common;
 
 use common::{
     Gateway,
-    clients::{Client, UPSTREAMS, ask, base_url, ends_normally, ends_with_error_event, leading_metadata, post, text},
+    clients::{
+        CLIENTS, Client, UPSTREAMS, ask, base_url, ends_normally, ends_with_error_event, leading_metadata, post, text,
+    },
     parse_sse,
 };
 use fake_upstream::{DEFAULT_CONTENT, FakeUpstream, Garble, Rule};
@@ -20,7 +22,6 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 const BUDGET: Duration = Duration::from_millis(400);
-const CLIENTS: [Client; 4] = [Client::Chat, Client::Messages, Client::Responses, Client::Gemini];
 const MODEL: &str = "openai/gpt-4o-mini";
 
 async fn start() -> (FakeUpstream, Gateway) {

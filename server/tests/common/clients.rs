@@ -105,6 +105,9 @@ pub fn leading_metadata(up: &Upstream) -> u32 {
     }
 }
 
+/// Every client protocol.
+pub const CLIENTS: [Client; 4] = [Client::Chat, Client::Messages, Client::Responses, Client::Gemini];
+
 /// Every client protocol with the upstream that speaks it.
 pub fn same_protocol_pairs() -> [(Client, &'static Upstream); 4] {
     [

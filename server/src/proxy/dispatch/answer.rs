@@ -38,24 +38,15 @@ pub(super) async fn json(state: &AppState, call: &Call<'_>, mut guard: AttemptGu
         Err(_) => return Tried::Failed(limit.expired(&mut guard, None)),
     };
     let body = if upstream == client {
-        let usage = match usage::read_answer(&body) {
-            Ok(usage) => usage,
+        match usage::read_answer(upstream, &body) {
+            Ok(usage) => guard.count(usage),
             Err(why) => return Tried::Failed(transport_failure(&mut guard, &TransportError::Network(why), None)),
-        };
-        if let (Some(u), Some(r)) = (usage, guard.record()) {
-            r.prompt_tokens = u.prompt_tokens;
-            r.completion_tokens = u.completion_tokens;
-            r.cached_tokens = u.cached();
         }
         body
     } else {
         match translate::response(upstream, &body, client, state.clock.now_ms() / 1000) {
-            Ok((translated, u)) => {
-                if let Some(r) = guard.record() {
-                    r.prompt_tokens = i64::try_from(u.input_tokens).ok();
-                    r.completion_tokens = i64::try_from(u.output_tokens).ok();
-                    r.cached_tokens = u.cached_tokens.and_then(|c| i64::try_from(c).ok());
-                }
+            Ok((translated, usage)) => {
+                guard.count(Some(usage));
                 translated
             }
             Err(e) => {

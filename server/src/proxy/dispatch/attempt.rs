@@ -19,10 +19,7 @@ use super::{
 };
 use crate::{
     protocols::ir,
-    proxy::{
-        stream::relay::{Finish, StreamEnd},
-        usage,
-    },
+    proxy::stream::relay::{Finish, StreamEnd},
     resilience::classify::Verdict,
     resilience::{
         breaker::BreakerConfig,
@@ -135,6 +132,15 @@ impl AttemptGuard {
         self.record.as_mut()
     }
 
+    /// The answer's token counts, for the log row.
+    pub fn count(&mut self, usage: Option<ir::Usage>) {
+        if let (Some(u), Some(r)) = (usage, self.record.as_mut()) {
+            r.prompt_tokens = i64::try_from(u.input_tokens).ok();
+            r.completion_tokens = i64::try_from(u.output_tokens).ok();
+            r.cached_tokens = u.cached_tokens.and_then(|c| i64::try_from(c).ok());
+        }
+    }
+
     /// The attempt served the client: the engine counts a success.
     pub fn served(&mut self, status: u16) {
         self.release();
@@ -209,14 +215,10 @@ impl AttemptGuard {
 }
 
 impl Finish for AttemptGuard {
-    fn relayed(&mut self, client_chunk: &[u8]) {
+    fn relayed(&mut self) {
         let elapsed = self.elapsed_ms();
-        let Some(r) = self.record.as_mut() else { return };
-        r.ttfb_ms.get_or_insert(elapsed);
-        if let Some(u) = usage::from_sse_chunk(client_chunk) {
-            r.prompt_tokens = u.prompt_tokens;
-            r.completion_tokens = u.completion_tokens;
-            r.cached_tokens = u.cached();
+        if let Some(r) = self.record.as_mut() {
+            r.ttfb_ms.get_or_insert(elapsed);
         }
     }
 
@@ -224,12 +226,8 @@ impl Finish for AttemptGuard {
         self.conn.redact(text)
     }
 
-    fn finish(&mut self, end: StreamEnd, translated: Option<ir::Usage>) {
-        if let (Some(u), Some(r)) = (translated, self.record.as_mut()) {
-            r.prompt_tokens = i64::try_from(u.input_tokens).ok();
-            r.completion_tokens = i64::try_from(u.output_tokens).ok();
-            r.cached_tokens = u.cached_tokens.and_then(|c| i64::try_from(c).ok());
-        }
+    fn finish(&mut self, end: StreamEnd, usage: Option<ir::Usage>) {
+        self.count(usage);
         let message = end.message();
         match end {
             StreamEnd::Complete => self.served(200),

@@ -23,7 +23,13 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 use std::borrow::Cow;
 
-use crate::protocols::sse::{SseEvent, SseReader};
+use crate::{
+    protocols::{
+        ir,
+        sse::{SseEvent, SseReader},
+    },
+    proxy::usage::Counts,
+};
 
 /// One event's kind, for the watchdogs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,7 +70,8 @@ impl Progress {
 
 /// The kind of `ev`, an event of an upstream speaking `protocol`, and
 /// whether it ends the answer.
-pub fn of(protocol: Protocol, ev: &SseEvent) -> (Progress, Ending) {
+/// What `ev` means; the token counts it states go into `counts`.
+pub fn of(protocol: Protocol, ev: &SseEvent, counts: &mut Counts) -> (Progress, Ending) {
     let data = ev.data.trim();
     if data.is_empty() || ev.event.as_deref() == Some("ping") {
         return (Progress::Keepalive, Ending::Open);
@@ -73,10 +80,10 @@ pub fn of(protocol: Protocol, ev: &SseEvent) -> (Progress, Ending) {
         return (Progress::Meta, Ending::Terminator);
     }
     match protocol {
-        Protocol::OpenaiChat => chat(data),
-        Protocol::Anthropic => anthropic(data),
-        Protocol::Responses => responses(data),
-        Protocol::Gemini => gemini(data),
+        Protocol::OpenaiChat => chat(data, counts),
+        Protocol::Anthropic => anthropic(data, counts),
+        Protocol::Responses => responses(data, counts),
+        Protocol::Gemini => gemini(data, counts),
     }
 }
 
@@ -109,13 +116,15 @@ fn stopped_if(stop: bool) -> Ending {
     if stop { Ending::Stopped } else { Ending::Open }
 }
 
-fn chat(data: &str) -> (Progress, Ending) {
+fn chat(data: &str, counts: &mut Counts) -> (Progress, Ending) {
     #[derive(Deserialize)]
     struct Chunk<'a> {
         #[serde(borrow, default)]
         choices: Vec<Choice<'a>>,
         #[serde(borrow, default)]
         error: Option<ErrorField<'a>>,
+        #[serde(default)]
+        usage: Option<Counts>,
     }
     #[derive(Deserialize)]
     struct Choice<'a> {
@@ -139,6 +148,9 @@ fn chat(data: &str) -> (Progress, Ending) {
     if let Some(e) = error_text(chunk.error) {
         return (Progress::Error(e), Ending::Open);
     }
+    if let Some(u) = &chunk.usage {
+        counts.merge(u);
+    }
     let ending = stopped_if(chunk.choices.iter().any(|c| c.finish_reason.is_some()));
     let mut out = Progress::Meta;
     for d in chunk.choices.into_iter().filter_map(|c| c.delta) {
@@ -155,7 +167,7 @@ fn chat(data: &str) -> (Progress, Ending) {
     (out, ending)
 }
 
-fn anthropic(data: &str) -> (Progress, Ending) {
+fn anthropic(data: &str, counts: &mut Counts) -> (Progress, Ending) {
     #[derive(Deserialize)]
     struct Event<'a> {
         #[serde(borrow, rename = "type")]
@@ -166,6 +178,12 @@ fn anthropic(data: &str) -> (Progress, Ending) {
         content_block: Option<Block<'a>>,
         #[serde(borrow, default)]
         error: Option<ErrorField<'a>>,
+        /// `message_delta`'s (output so far).
+        #[serde(default)]
+        usage: Option<Counts>,
+        /// `message_start`'s message (its usage: the input).
+        #[serde(default)]
+        message: Option<WithUsage>,
     }
     #[derive(Deserialize)]
     struct Delta<'a> {
@@ -182,6 +200,9 @@ fn anthropic(data: &str) -> (Progress, Ending) {
         kind: Cow<'a, str>,
     }
     let Ok(ev) = serde_json::from_str::<Event<'_>>(data) else { return unreadable(data) };
+    for u in [ev.usage.as_ref(), ev.message.as_ref().and_then(|m| m.usage.as_ref())].into_iter().flatten() {
+        counts.merge(u);
+    }
     let progress = match ev.kind.as_ref() {
         "message_stop" => return (Progress::Meta, Ending::Terminator),
         "message_delta" => {
@@ -210,7 +231,7 @@ fn anthropic(data: &str) -> (Progress, Ending) {
     (progress, Ending::Open)
 }
 
-fn responses(data: &str) -> (Progress, Ending) {
+fn responses(data: &str, counts: &mut Counts) -> (Progress, Ending) {
     #[derive(Deserialize)]
     struct Event<'a> {
         #[serde(borrow, rename = "type", default)]
@@ -229,12 +250,18 @@ fn responses(data: &str) -> (Progress, Ending) {
         #[serde(borrow, rename = "type", default)]
         kind: Cow<'a, str>,
     }
+    /// The response an event carries: its error, its usage (at its end).
     #[derive(Deserialize)]
     struct Failed<'a> {
         #[serde(borrow, default)]
         error: Option<ErrorField<'a>>,
+        #[serde(default)]
+        usage: Option<Counts>,
     }
     let Ok(ev) = serde_json::from_str::<Event<'_>>(data) else { return unreadable(data) };
+    if let Some(u) = ev.response.as_ref().and_then(|r| r.usage.as_ref()) {
+        counts.merge(u);
+    }
     let kind = ev.kind.as_ref();
     let progress = match kind {
         "response.completed" | "response.incomplete" => return (Progress::Meta, Ending::Terminator),
@@ -256,13 +283,16 @@ fn responses(data: &str) -> (Progress, Ending) {
     (progress, Ending::Open)
 }
 
-fn gemini(data: &str) -> (Progress, Ending) {
+fn gemini(data: &str, counts: &mut Counts) -> (Progress, Ending) {
     #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
     struct Chunk<'a> {
         #[serde(borrow, default)]
         candidates: Vec<Candidate<'a>>,
         #[serde(borrow, default)]
         error: Option<ErrorField<'a>>,
+        #[serde(default)]
+        usage_metadata: Option<Counts>,
     }
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
@@ -290,6 +320,9 @@ fn gemini(data: &str) -> (Progress, Ending) {
     let Ok(chunk) = serde_json::from_str::<Chunk<'_>>(data) else { return unreadable(data) };
     if let Some(e) = error_text(chunk.error) {
         return (Progress::Error(e), Ending::Open);
+    }
+    if let Some(u) = &chunk.usage_metadata {
+        counts.merge(u);
     }
     let ending = stopped_if(chunk.candidates.iter().any(|c| c.finish_reason.is_some()));
     let mut out = Progress::Meta;
@@ -338,11 +371,12 @@ impl Seen {
     }
 }
 
-/// How far the answer got.
+/// How far the answer got, and the token counts its events stated.
 #[derive(Default)]
 struct Answer {
     stopped: bool,
     ended: bool,
+    counts: Counts,
 }
 
 impl Answer {
@@ -351,7 +385,7 @@ impl Answer {
         if self.ended {
             return;
         }
-        let (progress, ending) = of(protocol, ev);
+        let (progress, ending) = of(protocol, ev, &mut self.counts);
         match ending {
             Ending::Open => {}
             Ending::Stopped => self.stopped = true,
@@ -422,6 +456,18 @@ impl Watch {
     pub fn is_complete(&self) -> bool {
         self.answer.stopped || self.answer.ended
     }
+
+    /// The token counts the stream's events stated so far.
+    pub fn usage(&self) -> Option<ir::Usage> {
+        self.answer.counts.usage(self.protocol)
+    }
+}
+
+/// An object with a usage inside (Anthropic's `message_start` message).
+#[derive(Deserialize)]
+struct WithUsage {
+    #[serde(default)]
+    usage: Option<Counts>,
 }
 
 #[cfg(test)]

@@ -102,7 +102,8 @@ impl StreamEnd {
 /// The attempt behind a stream: told about every chunk the client gets,
 /// and, once, how the stream ended.
 pub trait Finish: Send + Unpin + 'static {
-    fn relayed(&mut self, client_chunk: &[u8]);
+    /// A chunk reached the client.
+    fn relayed(&mut self);
     fn finish(&mut self, end: StreamEnd, usage: Option<ir::Usage>);
     /// `text` without the attempt's credential, for error text that
     /// reaches the client (an upstream may echo the key it was sent).
@@ -214,8 +215,10 @@ impl<F: Finish> Relay<F> {
         self
     }
 
+    /// The stream's token counts: as translated, else as the watch read
+    /// them from the upstream's own events.
     fn usage(&self) -> Option<ir::Usage> {
-        self.translator.as_ref().and_then(StreamTranslator::usage)
+        self.translator.as_ref().and_then(StreamTranslator::usage).or_else(|| self.watch.usage())
     }
 
     fn end(&mut self, end: StreamEnd) {
@@ -414,7 +417,7 @@ impl<F: Finish> Stream for Relay<F> {
             if !out.is_empty()
                 && let Some(a) = this.attempt.as_mut()
             {
-                a.relayed(&out);
+                a.relayed();
             }
             // The answer's end came with this chunk: the attempt finishes
             // now, with the client's closing frames — a client may hang up

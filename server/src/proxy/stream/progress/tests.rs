@@ -8,7 +8,7 @@ fn ev(event: Option<&str>, data: &str) -> SseEvent {
 
 #[test]
 fn chat_chunks() {
-    let p = |d| of(Protocol::OpenaiChat, &ev(None, d)).0;
+    let p = |d| of(Protocol::OpenaiChat, &ev(None, d), &mut Counts::default()).0;
     assert_eq!(p(r#"{"choices":[{"delta":{"role":"assistant"}}]}"#), Progress::Meta);
     assert_eq!(p(r#"{"choices":[{"delta":{"content":"héllo"}}]}"#), Progress::Output(6));
     assert_eq!(p(r#"{"choices":[{"delta":{"content":""}}]}"#), Progress::Meta);
@@ -22,7 +22,7 @@ fn chat_chunks() {
 
 #[test]
 fn anthropic_events() {
-    let p = |e, d| of(Protocol::Anthropic, &ev(Some(e), d)).0;
+    let p = |e, d| of(Protocol::Anthropic, &ev(Some(e), d), &mut Counts::default()).0;
     assert_eq!(p("ping", r#"{"type":"ping"}"#), Progress::Keepalive);
     assert_eq!(p("message_start", r#"{"type":"message_start","message":{}}"#), Progress::Meta);
     let text = r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}"#;
@@ -37,14 +37,14 @@ fn anthropic_events() {
 
 #[test]
 fn responses_and_gemini_events() {
-    let r = |d| of(Protocol::Responses, &ev(None, d)).0;
+    let r = |d| of(Protocol::Responses, &ev(None, d), &mut Counts::default()).0;
     assert_eq!(r(r#"{"type":"response.created","response":{}}"#), Progress::Meta);
     assert_eq!(r(r#"{"type":"response.output_text.delta","delta":"abc"}"#), Progress::Output(3));
     assert_eq!(r(r#"{"type":"response.reasoning_summary_text.delta","delta":""}"#), Progress::Reasoning);
     assert_eq!(r(r#"{"type":"response.output_item.added","item":{"type":"reasoning"}}"#), Progress::Reasoning);
     let failed = r#"{"type":"response.failed","response":{"error":{"message":"boom"}}}"#;
     assert_eq!(r(failed), Progress::Error("boom".into()));
-    let g = |d| of(Protocol::Gemini, &ev(None, d)).0;
+    let g = |d| of(Protocol::Gemini, &ev(None, d), &mut Counts::default()).0;
     assert_eq!(g(r#"{"candidates":[{"content":{"parts":[{"text":"yo"}]}}]}"#), Progress::Output(2));
     assert_eq!(g(r#"{"candidates":[{"content":{"parts":[{"text":"x","thought":true}]}}]}"#), Progress::Reasoning);
     assert_eq!(g(r#"{"usageMetadata":{"promptTokenCount":1}}"#), Progress::Meta);
@@ -76,7 +76,7 @@ fn a_watch_reads_events_across_chunks() {
 
 #[test]
 fn each_protocol_says_where_its_answer_ends() {
-    let end = |p, e: Option<&str>, d: &str| of(p, &ev(e, d)).1;
+    let end = |p, e: Option<&str>, d: &str| of(p, &ev(e, d), &mut Counts::default()).1;
     use Ending::*;
     use Protocol::*;
     assert_eq!(end(OpenaiChat, None, r#"{"choices":[{"delta":{"content":"a"},"finish_reason":null}]}"#), Open);
@@ -92,14 +92,21 @@ fn each_protocol_says_where_its_answer_ends() {
     assert_eq!(end(Responses, None, r#"{"type":"response.incomplete","response":{}}"#), Terminator);
     assert_eq!(end(Responses, None, r#"{"type":"response.output_text.done","text":"a"}"#), Open);
     let last = r#"{"candidates":[{"content":{"parts":[{"text":"x"}]},"finishReason":"STOP"}]}"#;
-    assert_eq!(of(Gemini, &ev(None, last)), (Progress::Output(1), Stopped), "text and the stop together");
+    assert_eq!(
+        of(Gemini, &ev(None, last), &mut Counts::default()),
+        (Progress::Output(1), Stopped),
+        "text and the stop together"
+    );
 }
 
 #[test]
 fn an_event_that_is_not_json_is_malformed_and_unknown_json_is_metadata() {
     for p in [Protocol::OpenaiChat, Protocol::Anthropic, Protocol::Responses, Protocol::Gemini] {
-        assert!(matches!(of(p, &ev(None, "{\"choices\": [tru")).0, Progress::Malformed(_)), "{p:?}");
-        assert_eq!(of(p, &ev(None, "[1, 2]")).0, Progress::Meta, "{p:?}");
+        assert!(
+            matches!(of(p, &ev(None, "{\"choices\": [tru"), &mut Counts::default()).0, Progress::Malformed(_)),
+            "{p:?}"
+        );
+        assert_eq!(of(p, &ev(None, "[1, 2]"), &mut Counts::default()).0, Progress::Meta, "{p:?}");
     }
 }
 
@@ -132,4 +139,24 @@ fn an_oversize_event_is_malformed() {
     let mut w = Watch::new(Protocol::OpenaiChat);
     let big = vec![b'x'; crate::protocols::sse::MAX_EVENT_BYTES + 1];
     assert!(w.feed(&big).malformed.is_some());
+}
+
+#[test]
+fn a_watch_keeps_the_token_counts_each_protocol_states_in_its_events() {
+    let read = |p, stream: &str| {
+        let mut w = Watch::new(p);
+        w.feed(stream.as_bytes());
+        w.usage().map(|u| (u.input_tokens, u.output_tokens, u.cached_tokens))
+    };
+    let chat = "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":2}}\n\n";
+    assert_eq!(read(Protocol::OpenaiChat, chat), Some((9, 2, None)));
+    let anthropic = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":5,\"cache_read_input_tokens\":100,\"output_tokens\":1}}}\n\n\
+                     event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":30}}\n\n";
+    assert_eq!(read(Protocol::Anthropic, anthropic), Some((105, 30, Some(100))));
+    let responses = "data: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"input_tokens\":7,\"output_tokens\":3,\"input_tokens_details\":{\"cached_tokens\":4}}}}\n\n";
+    assert_eq!(read(Protocol::Responses, responses), Some((7, 3, Some(4))));
+    let gemini = "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"a\"}]}}],\"usageMetadata\":{\"promptTokenCount\":4,\"candidatesTokenCount\":1}}\n\n\
+                  data: {\"candidates\":[{\"finishReason\":\"STOP\"}],\"usageMetadata\":{\"promptTokenCount\":4,\"candidatesTokenCount\":6}}\n\n";
+    assert_eq!(read(Protocol::Gemini, gemini), Some((4, 6, None)));
+    assert_eq!(read(Protocol::OpenaiChat, "data: {\"choices\":[]}\n\n"), None);
 }

@@ -13,7 +13,7 @@ type Ends = Arc<Mutex<Vec<StreamEnd>>>;
 struct Recorder(Ends);
 
 impl Finish for Recorder {
-    fn relayed(&mut self, _: &[u8]) {}
+    fn relayed(&mut self) {}
     fn finish(&mut self, end: StreamEnd, _: Option<ir::Usage>) {
         self.0.lock().push(end);
     }
