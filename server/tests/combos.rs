@@ -133,8 +133,13 @@ async fn when_every_target_is_rate_limited_the_answer_is_429_with_diagnostics_an
     let h = resp.headers();
     assert_eq!(h["retry-after"], "60");
     assert_eq!(
-        (&h["x-omniroute-combo-pool-size"], &h["x-omniroute-combo-attempted"], &h["x-omniroute-combo-excluded"]),
-        (&"2".parse().unwrap(), &"0".parse().unwrap(), &"2".parse().unwrap())
+        (&h["x-omniroute-combo-pool-size"], &h["x-omniroute-combo-attempted"]),
+        (&"2".parse().unwrap(), &"0".parse().unwrap())
+    );
+    assert_eq!(
+        h["x-omniroute-combo-excluded"],
+        "openai/gpt-4o-mini:connection_cooldown,deepseek/deepseek-chat:connection_cooldown",
+        "the excluded targets, each with its reason"
     );
     assert_eq!(h["x-omniroute-combo-terminal-reason"], "all_targets_cooling_down");
     let body: Value = resp.json().await.unwrap();

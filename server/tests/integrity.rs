@@ -227,3 +227,30 @@ async fn a_non_stream_body_that_stops_arriving_fails_over_at_the_idle_budget() {
     assert!(stalled.is_some(), "the stalled attempt is logged as such");
     gw.stop().await;
 }
+
+/// A client that hangs up as soon as it has read the answer's last event
+/// (Codex does) leaves a served answer served: the row is a 200 without
+/// an error, and the connection is not marked.
+#[tokio::test]
+async fn a_client_that_hangs_up_right_after_the_final_event_leaves_a_success() {
+    let fake = FakeUpstream::start().await.unwrap();
+    let gw = Gateway::start().await;
+    // The upstream keeps its connection open after the terminator: only
+    // the terminator can end the attempt before the client hangs up.
+    fake.push_rule(Rule { linger: true, ..Rule::default() });
+    for (client, up) in [(Client::Chat, &UPSTREAMS[0]), (Client::Responses, &UPSTREAMS[2])] {
+        let id = gw.add_connection(up.provider, up.provider, "sk-hangs-up", &base_url(&fake, up.provider), 0).await;
+        let last = if client == Client::Chat { "[DONE]" } else { "response.completed" };
+        let mut resp = post(&gw, client, up.model, true, &ask(client, up.model, true)).await;
+        let mut seen = String::new();
+        while !seen.contains(last) {
+            let chunk = resp.chunk().await.unwrap().expect("the stream ended before its last event");
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+        }
+        drop(resp);
+        let row = last_row(&gw).await;
+        assert_eq!((row["status"].as_i64(), &row["errorKind"]), (Some(200), &Value::Null), "{client:?}: {row}");
+        assert_eq!(gw.state.engine.health(&id), Default::default(), "{client:?}");
+    }
+    gw.stop().await;
+}

@@ -8,7 +8,7 @@ use serde_json::Value;
 /// An SSE stream's events: `(event name, data)`.
 pub type Events = [(Option<String>, Value)];
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Client {
     Chat,
     Messages,

@@ -185,6 +185,22 @@ fn tried(trail: &Trail) -> String {
     format!("{shown}{more}")
 }
 
+/// `x-omniroute-combo-excluded`: each excluded `provider/model:reason`,
+/// joined by `,`, whole entries up to 900 characters.
+fn excluded_header(reasons: &[String]) -> String {
+    let mut header = String::new();
+    for r in reasons {
+        if header.len() + r.len() + 1 > 900 {
+            break;
+        }
+        if !header.is_empty() {
+            header.push(',');
+        }
+        header.push_str(r);
+    }
+    header
+}
+
 /// Every connection failed: answer with the last failure.
 fn all_failed(provider: &str, failures: Vec<Failure>) -> ProxyError {
     let n = failures.len();
@@ -339,7 +355,7 @@ fn nothing_executable(combo: &Combo, trail: &Trail) -> ProxyError {
         .with("recovery_hint", hint)
         .header("x-omniroute-combo-pool-size", n)
         .header("x-omniroute-combo-attempted", 0)
-        .header("x-omniroute-combo-excluded", skipped.len())
+        .header("x-omniroute-combo-excluded", excluded_header(&reasons))
         .header("x-omniroute-combo-terminal-reason", code);
     err.retry_after = secs;
     if let Some((s, (_, at_ms))) = secs.zip(trail.rate_limited) {
