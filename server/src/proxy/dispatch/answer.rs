@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use super::{
     attempt::{AttemptGuard, transport_failure},
     call::{Call, Tried},
-    deadline::Limit,
+    limit::Limit,
 };
 use crate::{
     protocols::translate,

@@ -9,7 +9,7 @@ use super::{
     answer,
     attempt::{AttemptGuard, Failed, transport_failure},
     call::{Call, Failure, FailureCode, NO_HEADERS, Tried},
-    deadline::Limit,
+    limit::Limit,
     oauth, queue, streaming,
 };
 use crate::{

@@ -28,6 +28,7 @@ mod deadline;
 mod emergency;
 pub mod error;
 mod gates;
+mod limit;
 mod oauth;
 mod permits;
 pub mod queue;

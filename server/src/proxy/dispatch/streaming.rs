@@ -18,7 +18,7 @@ use super::{
     answer::insert_connection,
     attempt::{AttemptGuard, Failed},
     call::{Call, Failure, FailureCode, NO_HEADERS, Tried},
-    deadline::{EndedBy, Limit},
+    limit::{EndedBy, Limit},
 };
 use crate::{
     protocols::translate::StreamTranslator,
