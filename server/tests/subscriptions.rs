@@ -228,3 +228,27 @@ async fn importing_claude_codes_credentials_file_adds_the_subscription_and_a_mal
     assert_eq!(bearers(&fake), ["sk-ant-oat01-imported"]);
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn new_tokens_put_on_a_subscription_replace_its_token_set() {
+    let fake = FakeUpstream::start().await.unwrap();
+    let gw = start(&fake, tempfile::tempdir().unwrap()).await;
+    let id = paste(&gw, &fake, "sk-ant-oat01-first", "revoked-old-refresh", HOUR_MS).await;
+    // New tokens, about to expire: the next request renews them with the new refresh token.
+    let expires_at = gw.state.clock.now_ms() + 60_000;
+    let tokens =
+        json!({"accessToken": "sk-ant-oat01-second", "refreshToken": "sk-ant-ort01-second", "expiresAt": expires_at});
+    let resp = gw.api(reqwest::Method::PUT, &format!("/api/providers/{id}")).json(&tokens).send().await.unwrap();
+    assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
+    assert_eq!(ask(&gw).await.status(), 200);
+    assert_eq!(
+        bearers(&fake),
+        ["sk-ant-oat01-fake-1"],
+        "renewed with the refresh token that came with the new access token"
+    );
+    let key = gw.add_connection("openai", "k", "sk-1", &fake.url(), 0).await;
+    let refresh = json!({"apiKey": "sk-2", "refreshToken": "rt"});
+    let resp = gw.api(reqwest::Method::PUT, &format!("/api/providers/{key}")).json(&refresh).send().await.unwrap();
+    assert_eq!(resp.status(), 400, "an API-key connection takes no refresh token");
+    gw.stop().await;
+}

@@ -173,26 +173,39 @@ impl CreateConnection {
                 rate_limit_overrides: self.rate_limit_overrides.as_ref(),
             },
         );
-        self.check_tokens(&mut e);
+        check_tokens(
+            &mut e,
+            self.access_token.as_deref(),
+            self.refresh_token.as_deref(),
+            self.expires_at,
+            self.auth_type,
+        );
         e.into_result()
     }
+}
 
-    /// A refresh token and an expiry belong to an OAuth access token.
-    fn check_tokens(&self, e: &mut Errors) {
-        if let Some(t) = &self.refresh_token {
-            check_credential(e, "refreshToken", t);
-        }
-        let tokens = self.refresh_token.is_some() || self.expires_at.is_some();
-        if tokens && self.access_token.is_none() {
-            e.push("accessToken", "is required with refreshToken or expiresAt");
-        }
-        if tokens && self.auth_type.is_some_and(|a| a != AuthType::Oauth) {
-            e.push("authType", "must be \"oauth\" with refreshToken or expiresAt");
-        }
-        // Epoch milliseconds, from 2001 to 2286: a time in seconds is caught.
-        if self.expires_at.is_some_and(|at| !(1_000_000_000_000..10_000_000_000_000).contains(&at)) {
-            e.push("expiresAt", "must be a time in epoch milliseconds, e.g. 1767225600000 (not seconds)");
-        }
+/// A refresh token and an expiry belong to an OAuth access token, sent
+/// together (create and update alike).
+fn check_tokens(
+    e: &mut Errors,
+    access_token: Option<&str>,
+    refresh_token: Option<&str>,
+    expires_at: Option<i64>,
+    auth_type: Option<AuthType>,
+) {
+    if let Some(t) = refresh_token {
+        check_credential(e, "refreshToken", t);
+    }
+    let tokens = refresh_token.is_some() || expires_at.is_some();
+    if tokens && access_token.is_none() {
+        e.push("accessToken", "is required with refreshToken or expiresAt");
+    }
+    if tokens && auth_type.is_some_and(|a| a != AuthType::Oauth) {
+        e.push("authType", "must be \"oauth\" with refreshToken or expiresAt");
+    }
+    // Epoch milliseconds, from 2001 to 2286: a time in seconds is caught.
+    if expires_at.is_some_and(|at| !(1_000_000_000_000..10_000_000_000_000).contains(&at)) {
+        e.push("expiresAt", "must be a time in epoch milliseconds, e.g. 1767225600000 (not seconds)");
     }
 }
 
@@ -210,6 +223,12 @@ pub struct UpdateConnection {
     pub api_key: Option<String>,
     #[serde(default)]
     pub access_token: Option<String>,
+    /// With a new `accessToken` of a subscription: its refresh token.
+    #[serde(default)]
+    pub refresh_token: Option<String>,
+    /// With a new `accessToken` of a subscription: when it expires (epoch ms).
+    #[serde(default)]
+    pub expires_at: Option<i64>,
     #[serde(default, deserialize_with = "double_option")]
     pub base_url: Option<Option<String>>,
     #[serde(default)]
@@ -242,6 +261,13 @@ impl UpdateConnection {
                 max_concurrent: self.max_concurrent,
                 rate_limit_overrides: self.rate_limit_overrides.as_ref().and_then(|r| r.as_ref()),
             },
+        );
+        check_tokens(
+            &mut e,
+            self.access_token.as_deref(),
+            self.refresh_token.as_deref(),
+            self.expires_at,
+            self.auth_type,
         );
         e.into_result()
     }

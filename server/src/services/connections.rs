@@ -111,8 +111,19 @@ pub async fn update(state: &AppState, id: &str, input: UpdateConnection) -> Resu
     if let Some(a) = input.auth_type {
         row.auth_type = a.as_str().to_owned();
     }
+    let oauth = row.auth_type == AuthType::Oauth.as_str();
+    if !oauth && (input.refresh_token.is_some() || input.expires_at.is_some()) {
+        return Err(ServiceError::field("refreshToken", "belongs to subscription (oauth) connections"));
+    }
     if let Some(secret) = input.api_key.as_deref().or(input.access_token.as_deref()) {
-        row.credential_enc = Some(state.auth.secrets.encrypt(secret));
+        // A subscription's new tokens replace its whole token set.
+        let tokens = oauth.then(|| TokenSet {
+            access_token: secret.to_owned(),
+            refresh_token: input.refresh_token.clone(),
+            expires_at: input.expires_at,
+        });
+        let stored = tokens.as_ref().map_or_else(|| secret.to_owned(), TokenSet::stored);
+        row.credential_enc = Some(state.auth.secrets.encrypt(&stored));
         row.credential_suffix = Some(mask_secret(secret));
         // New credentials end any cooldown or terminal state of the old ones.
         state.engine.clear_connection(&row.id, true);
