@@ -171,40 +171,30 @@ impl CreateConnection {
                 priority: self.priority,
                 max_concurrent: self.max_concurrent.map(Some),
                 rate_limit_overrides: self.rate_limit_overrides.as_ref(),
+                refresh_token: self.refresh_token.as_deref(),
+                expires_at: self.expires_at,
+                auth_type: self.auth_type,
             },
-        );
-        check_tokens(
-            &mut e,
-            self.access_token.as_deref(),
-            self.refresh_token.as_deref(),
-            self.expires_at,
-            self.auth_type,
         );
         e.into_result()
     }
 }
 
 /// A refresh token and an expiry belong to an OAuth access token, sent
-/// together (create and update alike).
-fn check_tokens(
-    e: &mut Errors,
-    access_token: Option<&str>,
-    refresh_token: Option<&str>,
-    expires_at: Option<i64>,
-    auth_type: Option<AuthType>,
-) {
-    if let Some(t) = refresh_token {
+/// together.
+fn check_tokens(e: &mut Errors, f: &CommonFields<'_>) {
+    if let Some(t) = f.refresh_token {
         check_credential(e, "refreshToken", t);
     }
-    let tokens = refresh_token.is_some() || expires_at.is_some();
-    if tokens && access_token.is_none() {
+    let tokens = f.refresh_token.is_some() || f.expires_at.is_some();
+    if tokens && f.access_token.is_none() {
         e.push("accessToken", "is required with refreshToken or expiresAt");
     }
-    if tokens && auth_type.is_some_and(|a| a != AuthType::Oauth) {
+    if tokens && f.auth_type.is_some_and(|a| a != AuthType::Oauth) {
         e.push("authType", "must be \"oauth\" with refreshToken or expiresAt");
     }
     // Epoch milliseconds, from 2001 to 2286: a time in seconds is caught.
-    if expires_at.is_some_and(|at| !(1_000_000_000_000..10_000_000_000_000).contains(&at)) {
+    if f.expires_at.is_some_and(|at| !(1_000_000_000_000..10_000_000_000_000).contains(&at)) {
         e.push("expiresAt", "must be a time in epoch milliseconds, e.g. 1767225600000 (not seconds)");
     }
 }
@@ -260,14 +250,10 @@ impl UpdateConnection {
                 priority: self.priority,
                 max_concurrent: self.max_concurrent,
                 rate_limit_overrides: self.rate_limit_overrides.as_ref().and_then(|r| r.as_ref()),
+                refresh_token: self.refresh_token.as_deref(),
+                expires_at: self.expires_at,
+                auth_type: self.auth_type,
             },
-        );
-        check_tokens(
-            &mut e,
-            self.access_token.as_deref(),
-            self.refresh_token.as_deref(),
-            self.expires_at,
-            self.auth_type,
         );
         e.into_result()
     }
@@ -281,6 +267,9 @@ struct CommonFields<'a> {
     priority: Option<i32>,
     max_concurrent: Option<Option<u32>>,
     rate_limit_overrides: Option<&'a RateLimitOverrides>,
+    refresh_token: Option<&'a str>,
+    expires_at: Option<i64>,
+    auth_type: Option<AuthType>,
 }
 
 /// A secret's shape: not empty, not huge, no control characters.
@@ -312,6 +301,7 @@ fn check_common(e: &mut Errors, f: &CommonFields<'_>) {
     if let Some(r) = f.rate_limit_overrides {
         r.validate(e);
     }
+    check_tokens(e, f);
 }
 
 /// Distinguishes "field absent" (`None`) from "field is null" (`Some(None)`).
