@@ -162,8 +162,8 @@ async fn signing_in_with_the_code_the_page_shows_adds_the_subscription_and_bad_c
     let (status, started) = post_json(&gw, "/api/oauth/claude/start", &json!({})).await;
     assert_eq!(status, 200, "{started}");
     let (url, state) = (started["authorizeUrl"].as_str().unwrap(), started["state"].as_str().unwrap());
-    assert!(url.starts_with("https://claude.ai/oauth/authorize?code=true&client_id=9d1c250a-"), "{url}");
-    assert!(url.contains("code_challenge_method=S256") && url.ends_with(&format!("&state={state}")), "{url}");
+    assert!(url.starts_with("https://claude.ai/oauth/authorize?client_id=9d1c250a-"), "{url}");
+    assert!(url.contains("code_challenge_method=S256") && url.ends_with(&format!("&state={state}&code=true")), "{url}");
     let challenge = url.split("code_challenge=").nth(1).unwrap().split('&').next().unwrap();
 
     // A code of another sign-in, then one the issuer does not know: refused, the sign-in still waits.
@@ -213,7 +213,7 @@ async fn importing_claude_codes_credentials_file_adds_the_subscription_and_a_mal
         ),
         (file(json!({"accessToken": "at", "expiresAt": "soon"})), "credentials.claudeAiOauth.expiresAt"),
         (file(json!({"accessToken": "at", "expiresAt": 1_767_225_600})), "expiresAt"),
-        (json!({"format": "codex", "name": "x", "credentials": {"tokens": {}}}), "format"),
+        (json!({"format": "gemini-cli", "name": "x", "credentials": {}}), "format"),
     ] {
         let (status, answer) = post_json(&gw, "/api/providers/import", &body).await;
         assert_eq!((status, field(&answer)), (400, named), "{body} → {answer}");

@@ -14,6 +14,7 @@ mod responses;
 mod script;
 mod tool_call;
 
+pub use oauth::{CODEX_ACCOUNT, jwt};
 pub use responses::{DEFAULT_CONTENT, MODELS};
 pub use script::{Garble, LATE_EVENT, Rule};
 pub use tool_call::{CALL_ID, ToolCall};
@@ -209,6 +210,10 @@ async fn clear_requests(State(s): State<Arc<Shared>>) -> StatusCode {
     StatusCode::NO_CONTENT
 }
 
+fn is_form(headers: &HeaderMap) -> bool {
+    headers.get(header::CONTENT_TYPE).is_some_and(|v| v.as_bytes().starts_with(b"application/x-www-form-urlencoded"))
+}
+
 /// The credential a request carries, in any of the providers' styles.
 fn credential<'a>(headers: &'a HeaderMap, query: Option<&'a str>) -> Option<&'a str> {
     headers
@@ -242,6 +247,7 @@ async fn serve(State(s): State<Arc<Shared>>, method: Method, uri: Uri, headers: 
         tokio::time::sleep(Duration::from_millis(rule.latency_ms)).await;
         return match rule.status {
             Some(status) => StatusCode::from_u16(status).unwrap_or(StatusCode::OK).into_response(),
+            None if is_form(&headers) => s.issuer.token(&oauth::form(&body)),
             None => s.issuer.token(&json),
         };
     }
@@ -251,6 +257,15 @@ async fn serve(State(s): State<Arc<Shared>>, method: Method, uri: Uri, headers: 
     };
     if let Some(refused) = (kind == Kind::Anthropic).then(|| oauth::refusal(&headers, &json)).flatten() {
         return refused;
+    }
+    if path.ends_with("/codex/responses")
+        && let Some(refused) = oauth::codex_refusal(&headers, &json)
+    {
+        return refused;
+    }
+    if path.ends_with("/codex/models") {
+        let models: Vec<_> = MODELS.iter().map(|m| serde_json::json!({"slug": m, "visibility": "list"})).collect();
+        return Json(serde_json::json!({"models": models})).into_response();
     }
     let model = requested_model(path, &json).unwrap_or_else(|| "fake-model".into());
     let facts = RequestFacts { path, model: Some(&model), api_key: credential(&headers, query) };

@@ -10,10 +10,17 @@
 //!   `redirect_uri` and PKCE `code_verifier`) is good once if it starts
 //!   with `fake-code`; the test checks the verifier against the challenge
 //!   of the sign-in URL from the recorded request.
+//! * The Codex CLI's client (`client_id` `app_…`) gets JWT access and id
+//!   tokens naming the ChatGPT account [`CODEX_ACCOUNT`] and refresh tokens
+//!   `rt-codex-fake-N`; its code exchange comes form-encoded, its refresh
+//!   as JSON with the scope `openid profile email`.
 //! * A bearer token on `/v1/messages` needs the `oauth-2025-04-20` beta
 //!   and must come without `x-api-key`; one starting with `expired` is
 //!   refused with `401` as an expired token; the request's system prompt
 //!   must open with Claude Code's identity (`400` otherwise).
+//! * The Codex backend (`…/codex/responses`) wants a bearer token, the
+//!   account header, `stream: true`, `store: false` and `instructions`,
+//!   and refuses the public API's token limit and sampling parameters.
 
 use axum::{
     Json,
@@ -23,6 +30,11 @@ use axum::{
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use std::collections::HashSet;
+
+/// The ChatGPT account the fake issuer's Codex tokens act for.
+pub const CODEX_ACCOUNT: &str = "acct-fake-codex";
+/// The Codex CLI's public client id starts so.
+const CODEX_CLIENT: &str = "app_";
 
 /// The beta flag an OAuth token needs on Anthropic Messages.
 pub const OAUTH_BETA: &str = "oauth-2025-04-20";
@@ -43,8 +55,10 @@ impl Issuer {
     pub fn token(&self, body: &Value) -> Response {
         let given = |field: &str| body[field].as_str().filter(|v| !v.is_empty());
         // The grant, when the request is well formed: a refresh token or a code.
+        let codex = given("client_id").is_some_and(|c| c.starts_with(CODEX_CLIENT));
         let grant = match body["grant_type"].as_str() {
             _ if given("client_id").is_none() => None,
+            Some("refresh_token") if codex && given("scope") != Some("openid profile email") => None,
             Some("refresh_token") => Some(given("refresh_token").filter(|t| !t.starts_with("revoked"))),
             Some("authorization_code") if given("code_verifier").is_some() && given("redirect_uri").is_some() => {
                 Some(given("code").filter(|c| c.starts_with("fake-code")))
@@ -63,6 +77,9 @@ impl Issuer {
             *issued += 1;
             *issued
         };
+        if codex {
+            return Json(codex_tokens(n)).into_response();
+        }
         Json(json!({
             "access_token": format!("sk-ant-oat01-fake-{n}"),
             "refresh_token": format!("sk-ant-ort01-fake-{n}"),
@@ -71,6 +88,61 @@ impl Issuer {
         }))
         .into_response()
     }
+}
+
+/// The `n`th token set issued to the Codex CLI's client.
+fn codex_tokens(n: u32) -> Value {
+    let auth = json!({"chatgpt_account_id": CODEX_ACCOUNT, "chatgpt_plan_type": "pro"});
+    let claims = json!({"sub": "user-fake", "n": n, "https://api.openai.com/auth": auth});
+    json!({
+        "access_token": jwt(&claims),
+        "id_token": jwt(&json!({"email": "fake@example.test", "https://api.openai.com/auth": auth})),
+        "refresh_token": format!("rt-codex-fake-{n}"),
+        "expires_in": 28_800,
+    })
+}
+
+/// An unsigned JWT carrying `claims`.
+pub fn jwt(claims: &Value) -> String {
+    use base64::Engine;
+    let part = |v: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
+    format!("{}.{}.fake-signature", part(&json!({"alg": "RS256", "typ": "JWT"})), part(claims))
+}
+
+/// A form-encoded token request as the JSON object the issuer reads.
+pub fn form(body: &[u8]) -> Value {
+    Value::Object(form_urlencoded::parse(body).map(|(k, v)| (k.into_owned(), Value::from(v.into_owned()))).collect())
+}
+
+/// The parameters the Codex backend refuses.
+const CODEX_REFUSES: [&str; 4] = ["max_output_tokens", "temperature", "top_p", "user"];
+
+/// Why the Codex backend refuses a request, if it does.
+pub fn codex_refusal(headers: &HeaderMap, body: &Value) -> Option<Response> {
+    let token = headers.get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+    let detail = |status: StatusCode, why: String| Some((status, Json(json!({"detail": why}))).into_response());
+    match token {
+        None => return detail(StatusCode::UNAUTHORIZED, "Missing bearer token".into()),
+        Some(t) if t.starts_with("expired") => {
+            return detail(StatusCode::UNAUTHORIZED, "Your authentication token has expired.".into());
+        }
+        Some(_) => {}
+    }
+    if headers.get("chatgpt-account-id").is_none_or(|a| a != CODEX_ACCOUNT) {
+        return detail(StatusCode::FORBIDDEN, "chatgpt-account-id does not match the token's account".into());
+    }
+    let why = if body["stream"] != json!(true) {
+        "Stream must be set to true".to_owned()
+    } else if body["store"] != json!(false) {
+        "Store must be set to false".to_owned()
+    } else if !body["instructions"].is_string() {
+        "Instructions are required".to_owned()
+    } else if let Some(p) = CODEX_REFUSES.iter().find(|p| body.get(**p).is_some()) {
+        format!("Unsupported parameter: {p}")
+    } else {
+        return None;
+    };
+    detail(StatusCode::BAD_REQUEST, why)
 }
 
 fn refused(status: StatusCode, error: &str) -> Response {

@@ -22,7 +22,7 @@ use crate::{
     upstream::{
         catalog::{self, Provider},
         executor::{BaseUrl, Endpoint},
-        oauth::TokenSet,
+        oauth::{self, TokenSet},
     },
 };
 
@@ -166,7 +166,13 @@ impl LiveConnection {
         }
         let tokens = plain.as_deref().map(TokenSet::read);
         let token = tokens.as_ref().map(|t| t.access_token.as_str());
-        let endpoint = Endpoint::oauth(provider.protocol, base_url.clone(), token);
+        let mut endpoint = Endpoint::oauth(provider.protocol, base_url.clone(), token);
+        if let Some(tokens) = &tokens {
+            endpoint.headers.extend(oauth::backend_headers(provider.id, tokens));
+        }
+        if let Some(path) = provider.wire.models_path() {
+            endpoint.models_path = path;
+        }
         let mut conn = Self::new(row.id.clone(), provider, base_url, None);
         conn.endpoint = endpoint;
         conn.credential = tokens.as_ref().map(|t| Credential(t.access_token.clone()));

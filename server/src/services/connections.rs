@@ -58,10 +58,9 @@ pub async fn create(state: &AppState, input: CreateConnection) -> Result<Connect
             ),
         ));
     }
-    let tokens = (auth_type == AuthType::Oauth).then(|| TokenSet {
-        access_token: input.access_token.clone().or_else(|| input.api_key.clone()).unwrap_or_default(),
-        refresh_token: input.refresh_token.clone(),
-        expires_at: input.expires_at,
+    let tokens = (auth_type == AuthType::Oauth).then(|| {
+        let access_token = input.access_token.clone().or_else(|| input.api_key.clone()).unwrap_or_default();
+        TokenSet::given(access_token, input.refresh_token.clone(), input.expires_at, None)
     });
     // An OAuth connection stores its token set; the mask shows its access token.
     let stored = tokens.as_ref().filter(|t| !t.access_token.is_empty()).map(TokenSet::stored);
@@ -117,11 +116,8 @@ pub async fn update(state: &AppState, id: &str, input: UpdateConnection) -> Resu
     }
     if let Some(secret) = input.api_key.as_deref().or(input.access_token.as_deref()) {
         // A subscription's new tokens replace its whole token set.
-        let tokens = oauth.then(|| TokenSet {
-            access_token: secret.to_owned(),
-            refresh_token: input.refresh_token.clone(),
-            expires_at: input.expires_at,
-        });
+        let tokens =
+            oauth.then(|| TokenSet::given(secret.to_owned(), input.refresh_token.clone(), input.expires_at, None));
         let stored = tokens.as_ref().map_or_else(|| secret.to_owned(), TokenSet::stored);
         row.credential_enc = Some(state.auth.secrets.encrypt(&stored));
         row.credential_suffix = Some(mask_secret(secret));
@@ -265,7 +261,8 @@ fn model_ids(body: &serde_json::Value) -> Vec<String> {
         .as_array()
         .into_iter()
         .flatten()
-        .filter_map(|m| m["name"].as_str())
+        // Gemini's names, or the Codex backend's slugs.
+        .filter_map(|m| m["name"].as_str().or_else(|| m["slug"].as_str()))
         .map(|n| n.trim_start_matches("models/"));
     openai.chain(gemini).map(str::to_owned).collect()
 }

@@ -16,6 +16,8 @@ use app::types::{
 };
 
 use super::{ServiceError, connections as connection_service};
+
+mod credentials_file;
 use crate::{
     auth::{self, sign_ins::SignIn},
     db::connections,
@@ -71,9 +73,8 @@ pub async fn refresh(
         .ok_or_else(|| failed(&"the connection was deleted"))?;
     let plain =
         row.credential_enc.as_deref().map(|c| state.auth.secrets.decrypt(c)).transpose().map_err(|e| failed(&e))?;
-    let tokens = plain.as_deref().map(TokenSet::read);
-    let (Some(client), Some(refresh_token)) = (oauth::client(conn.provider.id), tokens.and_then(|t| t.refresh_token))
-    else {
+    let TokenSet { refresh_token, account_id, .. } = plain.as_deref().map(TokenSet::read).unwrap_or_default();
+    let (Some(client), Some(refresh_token)) = (oauth::client(conn.provider.id), refresh_token) else {
         return Err(Unrefreshed::Failed(
             "the connection has no refresh token; paste a new access token or sign in again".into(),
         ));
@@ -81,7 +82,9 @@ pub async fn refresh(
     let url = state.config.oauth_token_url(client.provider).unwrap_or(client.token_url);
     let now = state.clock.now_ms();
     match oauth::refresh(&*state.upstream, client, url, &refresh_token, now).await {
-        Ok(fresh) => {
+        Ok(mut fresh) => {
+            // The account stays the account when the answer does not name it.
+            fresh.account_id = fresh.account_id.or(account_id);
             store(state, row, &fresh).await.map_err(|e| failed(&e))?;
             tracing::info!(connection_id = %conn.id, provider = conn.provider.id, "OAuth token refreshed");
             let snapshot = state.routing.connections.snapshot();
@@ -174,28 +177,14 @@ pub async fn complete(state: &AppState, provider: &str, input: CompleteSignIn) -
 
 /// Adds the account a CLI's credentials file describes.
 pub async fn import(state: &AppState, input: ImportCredentials) -> Result<ConnectionView, ServiceError> {
-    let ImportFormat::ClaudeCode = input.format else {
-        return Err(ServiceError::field("format", "only claude-code files can be imported for now"));
+    let (provider, tokens) = match input.format {
+        ImportFormat::ClaudeCode => ("claude", credentials_file::claude_code(&input.credentials)?),
+        ImportFormat::Codex => ("codex", credentials_file::codex(&input.credentials)?),
+        ImportFormat::GeminiCli => {
+            return Err(ServiceError::field("format", "gemini-cli files cannot be imported yet"));
+        }
     };
-    let o = &input.credentials["claudeAiOauth"];
-    let field = |name: &str| format!("credentials.claudeAiOauth.{name}");
-    let Some(access_token) = o["accessToken"].as_str() else {
-        return Err(ServiceError::field(
-            &field("accessToken"),
-            "is missing: send the JSON of Claude Code's ~/.claude/.credentials.json, which holds a claudeAiOauth object",
-        ));
-    };
-    let refresh_token = match &o["refreshToken"] {
-        serde_json::Value::Null => None,
-        v => Some(v.as_str().ok_or_else(|| ServiceError::field(&field("refreshToken"), "must be a string"))?),
-    };
-    let expires_at = match &o["expiresAt"] {
-        serde_json::Value::Null => None,
-        v => Some(v.as_i64().ok_or_else(|| ServiceError::field(&field("expiresAt"), "must be epoch milliseconds"))?),
-    };
-    let tokens =
-        TokenSet { access_token: access_token.to_owned(), refresh_token: refresh_token.map(str::to_owned), expires_at };
-    add(state, "claude", input.name, tokens).await
+    add(state, provider, input.name, tokens).await
 }
 
 /// A subscription connection of `provider` holding `tokens`.
@@ -214,7 +203,10 @@ async fn add(state: &AppState, provider: &str, name: String, tokens: TokenSet) -
 
 fn subscription_client(provider: &str) -> Result<&'static oauth::OauthClient, ServiceError> {
     oauth::client(provider).ok_or_else(|| {
-        ServiceError::field("provider", format!("{provider} has no sign-in; subscription providers: claude"))
+        ServiceError::field(
+            "provider",
+            format!("{provider} has no sign-in; subscription providers: {}", oauth::providers()),
+        )
     })
 }
 

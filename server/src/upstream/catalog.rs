@@ -18,6 +18,39 @@ pub struct Provider {
     pub passthrough_models: bool,
     /// Quotas are per model (model-scoped rate limiters, §R5).
     pub has_per_model_quota: bool,
+    /// How its backend departs from its protocol's public API.
+    pub wire: Wire,
+}
+
+/// How a provider's backend departs from its protocol's public API.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wire {
+    /// The protocol as published.
+    Standard,
+    /// Claude's subscription backend: a request must open as Claude Code's.
+    ClaudeCode,
+    /// ChatGPT's Codex backend: Responses at `/codex/responses`, which only
+    /// streams and stores nothing (`stream: true`, `store: false`).
+    Codex,
+}
+
+impl Wire {
+    /// Where its chat endpoint sits under the base URL, when not where
+    /// the protocol puts it.
+    pub fn chat_path(self) -> Option<&'static str> {
+        (self == Self::Codex).then_some("/codex/responses")
+    }
+
+    /// Where its model list sits, when not where the protocol puts it.
+    pub fn models_path(self) -> Option<&'static str> {
+        (self == Self::Codex).then_some("/codex/models?client_version=1.0.0")
+    }
+
+    /// It answers only as a stream: a non-stream request is sent as a
+    /// stream and its events gathered into one answer.
+    pub fn streams_only(self) -> bool {
+        self == Self::Codex
+    }
 }
 
 impl Provider {
@@ -52,13 +85,14 @@ const fn p(
         models,
         passthrough_models: true,
         has_per_model_quota: false,
+        wire: Wire::Standard,
     }
 }
 
 use Category::{Apikey, Local, Oauth};
 use Protocol::{Anthropic, Gemini, OpenaiChat, Responses};
 
-static PROVIDERS: [Provider; 17] = [
+static PROVIDERS: [Provider; 18] = [
     p(
         "openai",
         "OpenAI",
@@ -84,14 +118,29 @@ static PROVIDERS: [Provider; 17] = [
         &["claude-opus-4-1", "claude-sonnet-4-5", "claude-haiku-4-5"],
     ),
     // A Claude Pro/Max subscription, signed in through Claude Code's OAuth client.
-    p(
-        "claude",
-        "Claude (Pro/Max subscription)",
-        Anthropic,
-        Oauth,
-        "https://api.anthropic.com",
-        &["claude-opus-4-1", "claude-sonnet-4-5", "claude-haiku-4-5"],
-    ),
+    Provider {
+        wire: Wire::ClaudeCode,
+        ..p(
+            "claude",
+            "Claude (Pro/Max subscription)",
+            Anthropic,
+            Oauth,
+            "https://api.anthropic.com",
+            &["claude-opus-4-1", "claude-sonnet-4-5", "claude-haiku-4-5"],
+        )
+    },
+    // A ChatGPT Plus/Pro/Team subscription, signed in through the Codex CLI's client.
+    Provider {
+        wire: Wire::Codex,
+        ..p(
+            "codex",
+            "ChatGPT (Codex subscription)",
+            Responses,
+            Oauth,
+            "https://chatgpt.com/backend-api",
+            &["gpt-5-codex", "gpt-5", "gpt-5-codex-mini"],
+        )
+    },
     Provider {
         has_per_model_quota: true,
         ..p(

@@ -77,17 +77,21 @@ pub struct Endpoint {
     /// No trailing `/`.
     pub base_url: BaseUrl,
     pub headers: HeaderMap,
+    /// Where its model list sits under the base URL.
+    pub models_path: &'static str,
 }
 
 impl Endpoint {
     /// An endpoint called with an API key (or nothing).
     pub fn new(protocol: Protocol, base_url: BaseUrl, credential: Option<&str>) -> Self {
-        Self { protocol, base_url, headers: auth_headers(protocol, credential, false) }
+        let headers = auth_headers(protocol, credential, false);
+        Self { protocol, base_url, headers, models_path: models_path(protocol) }
     }
 
     /// An endpoint called with a subscription's OAuth access token.
     pub fn oauth(protocol: Protocol, base_url: BaseUrl, access_token: Option<&str>) -> Self {
-        Self { protocol, base_url, headers: auth_headers(protocol, access_token, true) }
+        let headers = auth_headers(protocol, access_token, true);
+        Self { protocol, base_url, headers, models_path: models_path(protocol) }
     }
 }
 
@@ -129,9 +133,10 @@ impl Executor {
         })
     }
 
-    /// POSTs `body` to `path` (e.g. `/chat/completions`) of the endpoint,
-    /// with `extra` headers (client headers meant for this protocol) added
-    /// to the connection's own.
+    /// POSTs `body` (JSON, unless `extra` names another content type) to
+    /// `path` (e.g. `/chat/completions`) of the endpoint, with `extra`
+    /// headers (client headers meant for this protocol) added to the
+    /// connection's own.
     pub async fn post(
         &self,
         endpoint: &Endpoint,
@@ -148,14 +153,16 @@ impl Executor {
                 (name == ANTHROPIC_BETA).then(|| headers.get(name).and_then(|own| join_betas(own, value))).flatten();
             headers.insert(name, joined.unwrap_or_else(|| value.clone()));
         }
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if !headers.contains_key(CONTENT_TYPE) {
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        }
         headers.insert(ACCEPT, HeaderValue::from_static(if stream { "text/event-stream" } else { "application/json" }));
         self.send(req).await
     }
 
     /// Lists the models of a connection: a live check of its credential.
     pub async fn list_models(&self, endpoint: &Endpoint) -> Result<UpstreamResponse, TransportError> {
-        let req = self.request(Method::GET, endpoint, models_path(endpoint.protocol), Bytes::new())?;
+        let req = self.request(Method::GET, endpoint, endpoint.models_path, Bytes::new())?;
         self.send(req).await
     }
 

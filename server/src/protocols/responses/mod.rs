@@ -17,6 +17,7 @@ use super::{
     openai_chat::{image_from_url, image_url, read_tool_choice, text_only, write_tool_choice},
 };
 
+pub mod codex;
 mod response;
 mod stream;
 

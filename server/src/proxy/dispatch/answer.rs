@@ -16,7 +16,7 @@ use super::{
     limit::Limit,
 };
 use crate::{
-    protocols::translate,
+    protocols::{responses::codex, translate},
     proxy::{context::SELECTED_CONNECTION, errors::ProxyError, usage},
     routing::registry::LiveConnection,
     state::AppState,
@@ -36,6 +36,12 @@ pub(super) async fn json(state: &AppState, call: &Call<'_>, mut guard: AttemptGu
         Ok(Ok(body)) => body,
         Ok(Err(e)) => return Tried::Failed(transport_failure(&mut guard, &e, None)),
         Err(_) => return Tried::Failed(limit.expired(&mut guard, None)),
+    };
+    // A backend that only streams: its events hold the answer.
+    let body = match guard.conn.provider.wire.streams_only().then(|| codex::gather(&body)) {
+        None => body,
+        Some(Ok(answer)) => answer,
+        Some(Err(why)) => return Tried::Failed(transport_failure(&mut guard, &TransportError::Network(why), None)),
     };
     let body = if upstream == client {
         match usage::read_answer(upstream, &body) {

@@ -3,7 +3,7 @@
 //! engine classifies (cooldown, lockout, breaker, tool limit, egress
 //! siblings) before the next connection is tried.
 
-use std::{sync::Arc, time::Duration};
+use std::{borrow::Cow, sync::Arc, time::Duration};
 
 use super::{
     answer,
@@ -40,12 +40,14 @@ pub(super) async fn attempt(state: &Arc<AppState>, call: &Call<'_>, mut guard: A
     let own = call.timeout.map_or(own, |t| t.min(own));
     let limit = Limit::of(&guard, &call.caller.deadline, guard.started(), own);
     let extra = if upstream == call.caller.client { call.caller.passthrough_headers } else { &*NO_HEADERS };
-    let path = translate::upstream_path(upstream, &call.target.model, stream);
+    let wire = conn.provider.wire;
+    let path =
+        wire.chat_path().map_or_else(|| translate::upstream_path(upstream, &call.target.model, stream), Cow::Borrowed);
     let body = match &call.handoff {
         Some((from, noted)) if conn.id != *from => noted.clone(),
         _ => call.body.clone(),
     };
-    let post = state.upstream.post(&conn.endpoint, &path, body, stream, extra);
+    let post = state.upstream.post(&conn.endpoint, &path, body, stream || wire.streams_only(), extra);
     let Ok(sent) = tokio::time::timeout_at(limit.at, post).await else {
         return Tried::Failed(limit.expired(&mut guard, stream.then_some(FailureCode::ReadinessTimeout)));
     };

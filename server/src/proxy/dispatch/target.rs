@@ -14,7 +14,11 @@ use super::{
     gates,
     slots::{self, Slots, Taken},
 };
-use crate::{protocols::anthropic::identity, proxy::errors::ProxyError};
+use crate::{
+    protocols::{anthropic::identity, responses::codex},
+    proxy::errors::ProxyError,
+    upstream::catalog::Wire,
+};
 use crate::{
     routing::{
         registry::{LiveConnection, Snapshot},
@@ -65,16 +69,27 @@ pub async fn serve_target(
         return Ok(Err(Served::Unserved(Unserved { failures, excluded: Vec::new(), out_of_time: false })));
     }
     let (protocol, model) = (target.provider.protocol, target.model.as_str());
-    let body = body_for(protocol, model).map_err(DispatchError::Request)?;
-    // A Claude subscription serves only requests that open as Claude Code's.
-    let body = if target.provider.id == "claude" { identity::with_identity(body) } else { body };
+    let wire = target.provider.wire;
+    let body = for_wire(wire, body_for(protocol, model).map_err(DispatchError::Request)?);
     let handoff = match caller.handoff {
-        Some((from, noted)) => Some((from, noted.body_for(protocol, model).map_err(DispatchError::Request)?)),
+        Some((from, noted)) => {
+            Some((from, for_wire(wire, noted.body_for(protocol, model).map_err(DispatchError::Request)?)))
+        }
         None => None,
     };
     let call =
         Call { caller, target, combo: to.combo, body, handoff, timeout: to.timeout, next_target: to.next_target };
     Ok(try_connections(state, &view, &call, &mut run).await.map_err(Served::Unserved))
+}
+
+/// `body` as the provider's backend takes it.
+fn for_wire(wire: Wire, body: Bytes) -> Bytes {
+    match wire {
+        Wire::Standard => body,
+        // A Claude subscription serves only requests that open as Claude Code's.
+        Wire::ClaudeCode => identity::with_identity(body),
+        Wire::Codex => codex::for_codex(body),
+    }
 }
 
 /// Tries each usable connection of the target, in order. A connection at
