@@ -15,7 +15,7 @@ use crate::types::{
     },
     rate_limits::{RateLimitList, RateLimitProtectionSet, SetRateLimitProtection},
     settings::{ResilienceSettings, ResilienceView},
-    subscription::{CompleteSignIn, ImportCredentials, SignInStarted},
+    subscription::{CompleteSignIn, ImportCredentials, WaitingSignIn},
 };
 
 /// A failure a page can show.
@@ -81,9 +81,9 @@ pub trait Backend: Send + Sync + 'static {
     async fn delete_connection(&self, id: &str) -> BackendResult<()>;
     async fn test_connection(&self, id: &str) -> BackendResult<ConnectionTestResult>;
     /// Starts a subscription sign-in, like `POST /api/oauth/{provider}/start`.
-    fn start_sign_in(&self, provider: &str) -> BackendResult<SignInStarted>;
+    fn start_sign_in(&self, provider: &str) -> BackendResult<WaitingSignIn>;
     /// A started sign-in still waiting for its code.
-    fn pending_sign_in(&self, state: &str) -> Option<SignInStarted>;
+    fn pending_sign_in(&self, state: &str) -> Option<WaitingSignIn>;
     /// Completes a sign-in with its code, like `POST /api/oauth/{provider}/complete`.
     async fn complete_sign_in(&self, provider: &str, input: CompleteSignIn) -> BackendResult<ConnectionView>;
     /// Adds the account of a CLI's credentials file, like `POST /api/providers/import`.

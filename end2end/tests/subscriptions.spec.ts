@@ -1,19 +1,25 @@
 import { test, expect, Page } from '@playwright/test';
 import { login, hydrated } from './helpers';
 
-// Signing in with a Claude subscription from Providers, against the fake
-// issuer (OMNIROUTE_OAUTH_TOKEN_URL_CLAUDE points at it): start, open
-// Claude's page (its URL carries the sign-in's state), paste the code it
-// shows; a refused code is named at its input; the import form takes
-// Claude Code's credentials file.
+// Signing in with a Claude or ChatGPT subscription from Providers, against
+// the fake issuer (OMNIROUTE_OAUTH_TOKEN_URL_CLAUDE and …_CODEX point at
+// it): start, open the provider's page (its URL carries the sign-in's
+// state), paste the code it shows or the address it ends on; a refused
+// code is named at its input; the import form takes Claude Code's and
+// Codex's credentials files.
 
-/** Starts a sign-in (after the one of `previous`, if any); its state, read from the link to Claude's page. */
-async function startSignIn(page: Page, previous?: string): Promise<string> {
-  await page.getByRole('button', { name: 'Sign in with Claude' }).click();
+const PAGES = {
+  claude: { button: 'Sign in with Claude', url: /^https:\/\/claude\.ai\/oauth\/authorize\?client_id=/ },
+  codex: { button: 'Sign in with ChatGPT', url: /^https:\/\/auth\.openai\.com\/oauth\/authorize\?client_id=app_/ },
+};
+
+/** Starts a sign-in (after the one of `previous`, if any); its state, read from the link to the provider's page. */
+async function startSignIn(page: Page, previous?: string, provider: keyof typeof PAGES = 'claude'): Promise<string> {
+  await page.getByRole('button', { name: PAGES[provider].button }).click();
   const link = page.getByTestId('authorize-url');
-  await expect(link).toHaveAttribute('href', /^https:\/\/claude\.ai\/oauth\/authorize\?code=true&client_id=/);
+  await expect(link).toHaveAttribute('href', PAGES[provider].url);
   if (previous) {
-    await expect(link).not.toHaveAttribute('href', new RegExp(`state=${previous}$`));
+    await expect(link).not.toHaveAttribute('href', new RegExp(`state=${previous}(&|$)`));
   }
   const href = (await link.getAttribute('href')) ?? '';
   expect(href).toContain('code_challenge_method=S256');
@@ -39,7 +45,7 @@ test('sign in with a Claude subscription, a refused code, and an import', async 
   await expect(page.locator('tr', { hasText: 'e2e-claude-signed-in' })).toContainText('claude');
 
   const imported = page.getByTestId('import-subscription');
-  await page.getByText("Import Claude Code's credentials file").click();
+  await page.getByText('Import the credentials file Claude Code or Codex wrote').click();
   await imported.locator('input[name=name]').fill('e2e-claude-imported');
   await imported.locator('textarea[name=credentials]').fill('{"claudeAiOauth":');
   await imported.getByRole('button', { name: 'Import' }).click();
@@ -48,6 +54,39 @@ test('sign in with a Claude subscription, a refused code, and an import', async 
   await imported.locator('textarea[name=credentials]').fill(JSON.stringify(file));
   await imported.getByRole('button', { name: 'Import' }).click();
   await expect(page.locator('tr', { hasText: 'e2e-claude-imported' })).toContainText('…9911');
+});
+
+/** An unsigned JWT naming a ChatGPT account, as Codex's issuer makes them. */
+function chatgptToken(label: string): string {
+  const part = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
+  return `${part({ alg: 'none' })}.${part({ label, 'https://api.openai.com/auth': { chatgpt_account_id: 'acct-fake-codex' } })}.sig`;
+}
+
+test('sign in with a ChatGPT subscription by pasting the address it ends on, and import Codex\'s file', async ({ page }) => {
+  await login(page);
+  await page.goto('/providers');
+  await hydrated(page);
+
+  const state = await startSignIn(page, undefined, 'codex');
+  const finish = page.getByTestId('finish-sign-in');
+  await expect(finish).toContainText('localhost:1455');
+  await finish.locator('input[name=code]').fill(`http://localhost:1455/auth/callback?code=fake-code-e2e-chatgpt&state=${state}`);
+  await finish.locator('input[name=name]').fill('e2e-chatgpt-signed-in');
+  await finish.getByRole('button', { name: 'Add the account' }).click();
+  await expect(page.getByTestId('finish-sign-in')).toHaveCount(0);
+  await expect(page.locator('tr', { hasText: 'e2e-chatgpt-signed-in' })).toContainText('codex');
+
+  const imported = page.getByTestId('import-subscription');
+  await page.getByText('Import the credentials file Claude Code or Codex wrote').click();
+  await imported.locator('select[name=format]').selectOption('codex');
+  await imported.locator('input[name=name]').fill('e2e-chatgpt-imported');
+  await imported.locator('textarea[name=credentials]').fill(JSON.stringify({ tokens: { access_token: 'opaque' } }));
+  await imported.getByRole('button', { name: 'Import' }).click();
+  await expect(imported.locator('[data-field-error="credentials.tokens.account_id"]')).toContainText('ChatGPT account');
+  const file = { tokens: { access_token: chatgptToken('e2e'), refresh_token: 'rt-e2e', account_id: 'acct-fake-codex' } };
+  await imported.locator('textarea[name=credentials]').fill(JSON.stringify(file));
+  await imported.getByRole('button', { name: 'Import' }).click();
+  await expect(page.locator('tr', { hasText: 'e2e-chatgpt-imported' })).toContainText('codex');
 });
 
 test.describe('without JavaScript', () => {

@@ -8,23 +8,23 @@ use leptos::prelude::*;
 use super::answer::Answer;
 #[cfg(feature = "ssr")]
 use super::{given, ssr};
-use crate::types::subscription::SignInStarted;
+use crate::types::subscription::WaitingSignIn;
 
 /// Where subscription forms send the browser back to.
 #[cfg(feature = "ssr")]
 const PAGE: &str = "/providers";
 
 #[server(prefix = "/sfn", output = Answer, endpoint = "start_sign_in")]
-pub async fn start_sign_in(provider: String) -> Result<SignInStarted, ServerFnError> {
+pub async fn start_sign_in(provider: String) -> Result<WaitingSignIn, ServerFnError> {
     let started = ssr::backend()?.start_sign_in(&provider).map_err(|e| ssr::fail(PAGE, e))?;
     if ssr::is_form_post() {
-        leptos_axum::redirect(&format!("{PAGE}?sign_in={}", crate::format::query_escape(&started.state)));
+        leptos_axum::redirect(&format!("{PAGE}?sign_in={}", crate::format::query_escape(&started.started.state)));
     }
     Ok(started)
 }
 
 #[server(prefix = "/sfn", output = Answer, endpoint = "pending_sign_in")]
-pub async fn pending_sign_in(state: String) -> Result<Option<SignInStarted>, ServerFnError> {
+pub async fn pending_sign_in(state: String) -> Result<Option<WaitingSignIn>, ServerFnError> {
     Ok(ssr::backend()?.pending_sign_in(&state))
 }
 
@@ -45,13 +45,14 @@ pub async fn finish_sign_in(
 }
 
 #[server(prefix = "/sfn", output = Answer, endpoint = "import_subscription")]
-pub async fn import_subscription(name: String, credentials: String) -> Result<(), ServerFnError> {
+pub async fn import_subscription(format: String, name: String, credentials: String) -> Result<(), ServerFnError> {
     use crate::{backend::BackendError, types::FieldError};
     let fail = |e| ssr::fail(PAGE, e);
-    let credentials = serde_json::from_str(&credentials).map_err(|e| {
-        fail(BackendError::Invalid(vec![FieldError::new("credentials", format!("is not the file's JSON: {e}"))]))
-    })?;
-    let format = crate::types::subscription::ImportFormat::ClaudeCode;
+    let invalid = |field: &str, why: String| fail(BackendError::Invalid(vec![FieldError::new(field, why)]));
+    let format = serde_json::from_value(serde_json::Value::String(format))
+        .map_err(|_| invalid("format", "choose the file: Claude Code's or Codex's".into()))?;
+    let credentials = serde_json::from_str(&credentials)
+        .map_err(|e| invalid("credentials", format!("is not the file's JSON: {e}")))?;
     let input = crate::types::subscription::ImportCredentials { format, name, credentials };
     ssr::backend()?.import_credentials(input).await.map_err(fail)?;
     if ssr::is_form_post() {

@@ -59,9 +59,16 @@ impl FormErrors {
 /// The message under a field's input, while the last refusal names it.
 #[component]
 pub fn FieldNote(errors: FormErrors, field: &'static str) -> impl IntoView {
-    move || {
-        errors.message(field).map(|m| {
-            view! { <span id=errors.note_id(field) class="text-xs text-red-700" data-field-error=field>{m}</span> }
-        })
-    }
+    move || errors.message(field).map(|m| note(errors, field, m))
+}
+
+/// The message under an input that holds several fields (a file's JSON):
+/// the first of `fields` the last refusal names.
+#[component]
+pub fn FieldNotes(errors: FormErrors, fields: &'static [&'static str]) -> impl IntoView {
+    move || fields.iter().find_map(|field| Some(note(errors, field, errors.message(field)?)))
+}
+
+fn note(errors: FormErrors, field: &'static str, message: String) -> impl IntoView {
+    view! { <span id=errors.note_id(field) class="text-xs text-red-700" data-field-error=field>{message}</span> }
 }

@@ -1,16 +1,17 @@
-//! The Providers page's subscription forms: sign in with Claude (start,
-//! open Claude's page, paste back the code it shows) and import the file
-//! Claude Code wrote. Both end in a connection in the table below. Every
-//! step works without JS: a started sign-in reloads the page at
-//! `?sign_in=<state>`, which shows it again until its code comes.
+//! The Providers page's subscription forms: sign in with Claude or
+//! ChatGPT (start, open the provider's page, paste back the code it shows
+//! or the address it ends on) and import the file Claude Code or Codex
+//! wrote. Both end in a connection in the table below. Every step works
+//! without JS: a started sign-in reloads the page at `?sign_in=<state>`,
+//! which shows it again until its code comes.
 
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
 use crate::{
     api::{FinishSignIn, ImportSubscription, StartSignIn, pending_sign_in},
-    components::{BUTTON, FieldNote, FormErrors, reset_on_success},
-    types::subscription::SignInStarted,
+    components::{BUTTON, FieldNote, FieldNotes, FormErrors, reset_on_success},
+    types::subscription::WaitingSignIn,
 };
 
 const INPUT: &str = "border border-slate-300 rounded-md px-2 py-1";
@@ -60,12 +61,12 @@ pub fn SubscriptionForms(actions: SubscriptionActions) -> impl IntoView {
         <section class="mb-6 bg-white p-4 rounded-md shadow-sm" data-testid="subscriptions">
             <h2 class="font-semibold mb-1">"Add a subscription account"</h2>
             <p class="text-sm text-slate-600 mb-3 max-w-prose">
-                "A Claude Pro or Max subscription serves requests as provider claude. Sign in with Claude, or import the file Claude Code wrote. The gateway renews the account's token itself; if Claude refuses it, the connection turns expired and you sign in again."
+                "A Claude Pro or Max subscription serves requests as provider claude; a ChatGPT Plus, Pro or Team subscription serves the models Codex uses as provider codex. Sign in, or import the file the CLI wrote. The gateway renews the account's token itself; if the provider refuses it, the connection turns expired and you sign in again."
             </p>
-            <ActionForm action=start attr:class="mb-3" attr:data-testid="start-sign-in">
-                <input type="hidden" name="provider" value="claude" />
-                <button type="submit" class=BUTTON>"Sign in with Claude"</button>
-            </ActionForm>
+            <div class="flex flex-wrap gap-2 mb-3">
+                <StartForm start provider="claude" label="Sign in with Claude" />
+                <StartForm start provider="codex" label="Sign in with ChatGPT" />
+            </div>
             {move || started().map(|started| view! { <FinishForm started finish errors=finish_errors /> })}
             <Transition fallback=|| ()>
                 {move || Suspend::new(async move {
@@ -74,18 +75,25 @@ pub fn SubscriptionForms(actions: SubscriptionActions) -> impl IntoView {
                 })}
             </Transition>
             <details class="mt-2">
-                <summary class="cursor-pointer text-sm">"Import Claude Code's credentials file"</summary>
+                <summary class="cursor-pointer text-sm">"Import the credentials file Claude Code or Codex wrote"</summary>
                 <ActionForm action=import node_ref=import_form attr:class="flex flex-col gap-2 mt-2 max-w-xl" attr:data-testid="import-subscription">
                     <label class="flex flex-col text-sm">
+                        "File"
+                        <select name="format" class=INPUT aria-invalid=import_errors.invalid("format") aria-describedby=import_errors.described_by("format")>
+                            <option value="claude-code">"Claude Code: ~/.claude/.credentials.json"</option>
+                            <option value="codex">"Codex: ~/.codex/auth.json"</option>
+                        </select>
+                        <FieldNote errors=import_errors field="format" />
+                    </label>
+                    <label class="flex flex-col text-sm">
                         "Name"
-                        <input name="name" required value="Claude subscription" class=INPUT aria-invalid=import_errors.invalid("name") aria-describedby=import_errors.described_by("name") />
+                        <input name="name" required placeholder="e.g. laptop Max" class=INPUT aria-invalid=import_errors.invalid("name") aria-describedby=import_errors.described_by("name") />
                         <FieldNote errors=import_errors field="name" />
                     </label>
                     <label class="flex flex-col text-sm">
-                        "The contents of ~/.claude/.credentials.json"
-                        <textarea name="credentials" required rows="4" spellcheck="false" placeholder=r#"{"claudeAiOauth":{"accessToken":"sk-ant-oat01-…","refreshToken":"…","expiresAt":…}}"# class=format!("{INPUT} font-mono text-xs") aria-invalid=import_errors.invalid("credentials") aria-describedby=import_errors.described_by("credentials")></textarea>
-                        <FieldNote errors=import_errors field="credentials" />
-                        <FieldNote errors=import_errors field="credentials.claudeAiOauth.accessToken" />
+                        "The file's contents"
+                        <textarea name="credentials" required rows="4" spellcheck="false" placeholder=r#"{"claudeAiOauth":{…}} or {"tokens":{…}}"# class=format!("{INPUT} font-mono text-xs") aria-invalid=import_errors.invalid("credentials") aria-describedby=import_errors.described_by("credentials")></textarea>
+                        <FieldNotes errors=import_errors fields=&FILE_FIELDS />
                     </label>
                     <button type="submit" class=format!("{BUTTON} self-start")>"Import"</button>
                 </ActionForm>
@@ -94,29 +102,70 @@ pub fn SubscriptionForms(actions: SubscriptionActions) -> impl IntoView {
     }
 }
 
-/// A started sign-in: Claude's page to open, and where its code goes.
+/// The button that starts a sign-in to `provider`.
 #[component]
-fn FinishForm(started: SignInStarted, finish: ServerAction<FinishSignIn>, errors: FormErrors) -> impl IntoView {
+fn StartForm(start: ServerAction<StartSignIn>, provider: &'static str, label: &'static str) -> impl IntoView {
+    view! {
+        <ActionForm action=start>
+            <input type="hidden" name="provider" value=provider />
+            <button type="submit" class=BUTTON>{label}</button>
+        </ActionForm>
+    }
+}
+
+/// The fields of the credentials files a refusal may name.
+const FILE_FIELDS: [&str; 6] = [
+    "credentials",
+    "credentials.claudeAiOauth.accessToken",
+    "credentials.claudeAiOauth.expiresAt",
+    "credentials.tokens",
+    "credentials.tokens.access_token",
+    "credentials.tokens.account_id",
+];
+
+/// What a sign-in's two steps say: the page to open, what it ends on, and
+/// what to paste back.
+fn steps(provider: &str) -> (&'static str, &'static str, &'static str, &'static str) {
+    match provider {
+        "codex" => (
+            "Open ChatGPT's sign-in page",
+            " and sign in. Your browser then lands on a localhost:1455 page, which may not load: that is expected.",
+            "2. Paste that page's whole address from the address bar (it works once, within 10 minutes)",
+            "ChatGPT subscription",
+        ),
+        _ => (
+            "Open Claude's sign-in page",
+            " and sign in; it then shows a code.",
+            "2. Paste the code here (it works once, within 10 minutes)",
+            "Claude subscription",
+        ),
+    }
+}
+
+/// A started sign-in: the provider's page to open, and where its code goes.
+#[component]
+fn FinishForm(started: WaitingSignIn, finish: ServerAction<FinishSignIn>, errors: FormErrors) -> impl IntoView {
+    let (open, lands_on, paste, name) = steps(&started.provider);
     view! {
         <ActionForm action=finish attr:class="flex flex-col gap-2 mb-3 max-w-xl border-l-4 border-indigo-300 pl-3" attr:data-testid="finish-sign-in">
             <p class="text-sm">
                 "1. "
-                <a href=started.authorize_url target="_blank" rel="noopener noreferrer" class="text-indigo-600 underline" data-testid="authorize-url">
-                    "Open Claude's sign-in page"
+                <a href=started.started.authorize_url target="_blank" rel="noopener noreferrer" class="text-indigo-600 underline" data-testid="authorize-url">
+                    {open}
                 </a>
-                " and sign in; it then shows a code."
+                {lands_on}
             </p>
-            <input type="hidden" name="provider" value="claude" />
-            <input type="hidden" name="state" value=started.state />
+            <input type="hidden" name="provider" value=started.provider />
+            <input type="hidden" name="state" value=started.started.state />
             <label class="flex flex-col text-sm">
-                "2. Paste the code here (it works once, within 10 minutes)"
+                {paste}
                 <input name="code" required autocomplete="off" class=INPUT aria-invalid=errors.invalid("code") aria-describedby=errors.described_by("code") />
                 <FieldNote errors field="code" />
                 <FieldNote errors field="state" />
             </label>
             <label class="flex flex-col text-sm">
                 "Name"
-                <input name="name" value="Claude subscription" class=INPUT />
+                <input name="name" value=name class=INPUT />
             </label>
             <button type="submit" class=format!("{BUTTON} self-start")>"Add the account"</button>
         </ActionForm>

@@ -14,6 +14,14 @@ pub struct SignInStarted {
     pub state: String,
 }
 
+/// A sign-in waiting for its code, as the dashboard shows it: the
+/// provider it signs in to, and where.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WaitingSignIn {
+    pub provider: String,
+    pub started: SignInStarted,
+}
+
 /// `POST /api/oauth/{provider}/complete` body. `code` is what the
 /// provider's page showed (`code#state` for Claude), or the whole URL it
 /// redirected to, pasted back.

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use app::types::{
     AuthType, ConnectionView, CreateConnection, mask_secret,
-    subscription::{CompleteSignIn, ImportCredentials, ImportFormat, SignInStarted},
+    subscription::{CompleteSignIn, ImportCredentials, ImportFormat, SignInStarted, WaitingSignIn},
 };
 
 use super::{ServiceError, connections as connection_service};
@@ -126,13 +126,14 @@ pub fn start(state: &AppState, provider: &str) -> Result<SignInStarted, ServiceE
 
 /// The sign-in started with `sign_in_state`, while it waits for its code
 /// (the page a plain form post reloads shows it again).
-pub fn pending(state: &AppState, sign_in_state: &str) -> Option<SignInStarted> {
+pub fn pending(state: &AppState, sign_in_state: &str) -> Option<WaitingSignIn> {
     let now = state.clock.now_ms();
-    let url = state.auth.sign_ins.peek(sign_in_state, now, |s| {
+    let (provider, url) = state.auth.sign_ins.peek(sign_in_state, now, |s| {
         let client = oauth::client(s.provider)?;
-        Some(client.authorize_url(sign_in_state, &oauth::challenge_of(&s.verifier)))
+        Some((client.provider, client.authorize_url(sign_in_state, &oauth::challenge_of(&s.verifier))))
     })??;
-    Some(SignInStarted { authorize_url: url, state: sign_in_state.to_owned() })
+    let started = SignInStarted { authorize_url: url, state: sign_in_state.to_owned() };
+    Some(WaitingSignIn { provider: provider.to_owned(), started })
 }
 
 /// Completes a sign-in with the code the provider's page gave: the new

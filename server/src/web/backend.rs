@@ -14,7 +14,7 @@ use app::{
         onboarding::GetStarted,
         rate_limits::{RateLimitList, RateLimitProtectionSet, SetRateLimitProtection},
         settings::{ResilienceSettings, ResilienceView},
-        subscription::{CompleteSignIn, ImportCredentials, SignInStarted},
+        subscription::{CompleteSignIn, ImportCredentials, WaitingSignIn},
         traffic::TrafficReport,
     },
 };
@@ -88,11 +88,12 @@ impl Backend for WebBackend {
         services::connections::create(&self.state, input).await.map_err(err)
     }
 
-    fn start_sign_in(&self, provider: &str) -> BackendResult<SignInStarted> {
-        services::oauth::start(&self.state, provider).map_err(err)
+    fn start_sign_in(&self, provider: &str) -> BackendResult<WaitingSignIn> {
+        let started = services::oauth::start(&self.state, provider).map_err(err)?;
+        Ok(WaitingSignIn { provider: provider.to_owned(), started })
     }
 
-    fn pending_sign_in(&self, state: &str) -> Option<SignInStarted> {
+    fn pending_sign_in(&self, state: &str) -> Option<WaitingSignIn> {
         services::oauth::pending(&self.state, state)
     }
 
