@@ -32,6 +32,9 @@ fn main() {
             }),
             quota: (i % 3 != 0).then(|| Quota {
                 windows: vec![((i % 10) as f64 / 10.0, Some(60_000 * (i as u64 % 7))), (0.3, None)],
+                // Every other account is a subscription with plan windows.
+                session: (i % 2 == 0).then_some((0.4, Some(3_600_000))),
+                weekly: (i % 2 == 0).then_some((0.3, None)),
                 age_ms: 1_000,
             }),
             in_flight: i as u32 % 3,

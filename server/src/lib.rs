@@ -88,6 +88,7 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
         resilience,
         clock,
         health_cache: parking_lot::Mutex::new(None),
+        quota_fetches: Default::default(),
         started_at: Instant::now(),
         clients: listener::Clients::new(config.client, config.trust_proxy, config.shutdown_grace),
         upstream: Arc::new(executor),
@@ -98,6 +99,7 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
     state.routing.connections.reload(&state.db, &state.auth.secrets).await?;
     state.routing.combos.reload(&state.db).await?;
     state.routing.aliases.reload(&state.db).await?;
+    services::quotas::spawn_refresher(&state);
     Ok(state)
 }
 

@@ -157,10 +157,10 @@ impl Strategy {
                 "Largest context window first; models without a known window last. It does not look at the request's size."
             }
             Self::ResetWindow => {
-                "Tries every account of each target, the one whose rate-limit window resets soonest first (from the upstream's rate-limit headers)."
+                "Tries every account of each target, the one whose quota window renews soonest first (a subscription's plan windows, an API key's rate-limit headers)."
             }
             Self::ResetAware => {
-                "Tries every account of each target, the one with the most quota left first, favouring a nearly used one that resets soon."
+                "Tries every account of each target. On subscriptions it spends first a nearly used account that renews soon, saving one whose week must last; on API keys, the one with the most quota left."
             }
             Self::Headroom => {
                 "Tries every account of each target, the one furthest from its rate limit first; accounts not yet seen count as untouched."

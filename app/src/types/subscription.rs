@@ -68,3 +68,40 @@ pub struct ImportCredentials {
     /// The file's JSON, as the CLI wrote it.
     pub credentials: serde_json::Value,
 }
+
+/// `GET /api/quotas` answer: each subscription account's plan windows.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct QuotaList {
+    pub connections: Vec<ConnectionQuota>,
+}
+
+/// One account's plan windows, as its provider last stated them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConnectionQuota {
+    pub connection_id: String,
+    pub provider: String,
+    pub name: String,
+    /// The plan's name, where the provider says it (`pro`, `plus`…).
+    pub plan: Option<String>,
+    pub windows: Vec<QuotaWindow>,
+    /// `headers` (an answer's) or `usage-endpoint`; `None` before either said anything.
+    pub source: Option<String>,
+    /// When it was stated (epoch ms).
+    pub fetched_at: Option<i64>,
+    /// Why the last fetch from the usage endpoint failed, if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// One plan window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QuotaWindow {
+    /// `5h`, `7d`, or the window's length (`90m`, `24h`).
+    pub window: String,
+    /// 0–100.
+    pub used_percent: f64,
+    /// When it renews (epoch ms), if said.
+    pub resets_at: Option<i64>,
+}

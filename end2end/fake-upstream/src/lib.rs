@@ -251,6 +251,15 @@ async fn serve(State(s): State<Arc<Shared>>, method: Method, uri: Uri, headers: 
             None => s.issuer.token(&json),
         };
     }
+    if let Some(usage) = oauth::usage(path) {
+        let facts = RequestFacts { path, model: None, api_key: credential(&headers, query) };
+        let rule = s.script.take(&facts).unwrap_or_default();
+        if facts.api_key.is_none() {
+            return StatusCode::UNAUTHORIZED.into_response();
+        }
+        let status = StatusCode::from_u16(rule.status.unwrap_or(200)).unwrap_or(StatusCode::OK);
+        return (status, Json(rule.body.unwrap_or(usage))).into_response();
+    }
     let Some(kind) = Kind::from_path(path) else {
         return (StatusCode::NOT_FOUND, Json(serde_json::json!({"error": {"message": "no such route"}})))
             .into_response();

@@ -18,6 +18,9 @@
 //!   and must come without `x-api-key`; one starting with `expired` is
 //!   refused with `401` as an expired token; the request's system prompt
 //!   must open with Claude Code's identity (`400` otherwise).
+//! * The usage endpoints (`…/api/oauth/usage`, Claude's, and
+//!   `…/wham/usage`, Codex's) want a bearer token and answer a plan's
+//!   5-hour and weekly windows ([`usage`]; a rule's `body` replaces them).
 //! * The Codex backend (`…/codex/responses`) wants a bearer token, the
 //!   account header, `stream: true`, `store: false` and `instructions`,
 //!   and refuses the public API's token limit and sampling parameters.
@@ -143,6 +146,39 @@ pub fn codex_refusal(headers: &HeaderMap, body: &Value) -> Option<Response> {
         return None;
     };
     detail(StatusCode::BAD_REQUEST, why)
+}
+
+/// The default answer of a usage endpoint at `path`, if it is one: Claude's
+/// 12 % and 34 % used, Codex's 25 % and 50 % on a `pro` plan.
+pub fn usage(path: &str) -> Option<Value> {
+    let hour_s = 3600;
+    let now_s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    if path.ends_with("/api/oauth/usage") {
+        let at = |s: u64| chrono_free_rfc3339(now_s + s);
+        return Some(json!({"five_hour": {"utilization": 12.0, "resets_at": at(2 * hour_s)},
+                           "seven_day": {"utilization": 34.0, "resets_at": at(72 * hour_s)}}));
+    }
+    path.ends_with("/wham/usage").then(|| {
+        json!({"plan_type": "pro", "rate_limit": {
+            "primary_window": {"used_percent": 25, "limit_window_seconds": 18_000, "reset_after_seconds": 3 * hour_s},
+            "secondary_window": {"used_percent": 50, "limit_window_seconds": 604_800, "reset_at": now_s + 96 * hour_s}}})
+    })
+}
+
+/// `epoch_s` as RFC 3339 (UTC), without a date crate.
+fn chrono_free_rfc3339(epoch_s: u64) -> String {
+    let (days, rest) = (epoch_s / 86_400, epoch_s % 86_400);
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rest / 3600, rest % 3600 / 60, rest % 60)
 }
 
 fn refused(status: StatusCode, error: &str) -> Response {

@@ -1,19 +1,25 @@
 //! Subscription accounts: `/api/oauth/{provider}/start|complete` (sign in
 //! through the provider's page) and `/api/providers/import` (the file a
-//! CLI already wrote). Each answers with the new connection, as adding an
-//! API key does.
+//! CLI already wrote), each answering with the new connection, as adding
+//! an API key does; and `/api/quotas`, their plan windows.
 
-use app::types::subscription::{CompleteSignIn, ImportCredentials, SignInStarted};
+use app::types::{
+    FieldError,
+    subscription::{CompleteSignIn, ImportCredentials, QuotaList, SignInStarted},
+};
 use axum::{
     Json,
-    extract::{Path, State},
+    extract::{Path, Query, State},
     http::StatusCode,
 };
 use serde_json::{Value, json};
 use std::sync::Arc;
 
 use super::{error::ApiError, json::StrictJson};
-use crate::{services::oauth, state::AppState};
+use crate::{
+    services::{oauth, quotas},
+    state::AppState,
+};
 
 pub async fn start(
     State(state): State<Arc<AppState>>,
@@ -37,4 +43,24 @@ pub async fn import(
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let created = oauth::import(&state, body).await?;
     Ok((StatusCode::CREATED, Json(json!({"connection": created}))))
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuotaQuery {
+    /// Read every account's usage endpoint now, not only those due.
+    #[serde(default)]
+    refresh: bool,
+}
+
+/// `GET /api/quotas[?refresh=true]`: each subscription account's plan windows.
+pub async fn list_quotas(
+    State(state): State<Arc<AppState>>,
+    q: Result<Query<QuotaQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<QuotaList>, ApiError> {
+    let Query(q) = q.map_err(|e| ApiError::Invalid(vec![FieldError::new("query", e.body_text())]))?;
+    if q.refresh {
+        quotas::refresh(&state, true).await;
+    }
+    Ok(Json(quotas::list(&state)))
 }

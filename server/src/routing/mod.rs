@@ -34,7 +34,7 @@ pub struct Routing {
     /// Exclusive session leases (SPEC §R2.3).
     pub leases: leases::Leases,
     /// The accounts' quotas as the upstreams' rate-limit headers report them.
-    pub quotas: quota::HeaderQuotas,
+    pub quotas: quota::Quotas,
     /// How many tools each provider's models refused (SPEC §R8).
     pub tool_limits: ToolLimits,
     /// What the combo strategies remember between requests.

@@ -227,6 +227,11 @@ impl Snapshot {
         self.by_provider.values().flatten().find(|c| c.id == id)
     }
 
+    /// Every active connection, providers in catalog order.
+    pub fn all(&self) -> impl Iterator<Item = &Arc<LiveConnection>> + '_ {
+        catalog::all().iter().flat_map(|p| self.candidates(p.id))
+    }
+
     /// Providers with at least one active connection.
     pub fn active_providers(&self) -> impl Iterator<Item = &'static Provider> + '_ {
         catalog::all().iter().filter(|p| self.by_provider.contains_key(p.id))

@@ -184,7 +184,7 @@ pub async fn test(state: &AppState, id: &str) -> Result<ConnectionTestResult, Se
     };
     let conn = LiveConnection::from_row(&row, provider, base_url, plain);
     let started = Instant::now();
-    let result = match state.upstream.list_models(&conn.endpoint).await {
+    let result = match state.upstream.get(&conn.endpoint, conn.endpoint.models_path).await {
         Err(e) => failed_test(0, started.elapsed().as_millis() as u64, e.to_string()),
         Ok(resp) => {
             let status = resp.status();

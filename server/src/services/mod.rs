@@ -11,6 +11,7 @@ pub mod logs;
 pub mod monitoring;
 pub mod oauth;
 pub mod onboarding;
+pub mod quotas;
 pub mod rate_limits;
 pub mod resilience;
 pub mod sign_in;

@@ -46,6 +46,16 @@ impl Wire {
         (self == Self::Codex).then_some("/codex/models?client_version=1.0.0")
     }
 
+    /// Where its subscription usage (the plan's windows) is read, under
+    /// the base URL.
+    pub fn usage_path(self) -> Option<&'static str> {
+        match self {
+            Self::Standard => None,
+            Self::ClaudeCode => Some("/api/oauth/usage"),
+            Self::Codex => Some("/wham/usage"),
+        }
+    }
+
     /// It answers only as a stream: a non-stream request is sent as a
     /// stream and its events gathered into one answer.
     pub fn streams_only(self) -> bool {

@@ -160,9 +160,10 @@ impl Executor {
         self.send(req).await
     }
 
-    /// Lists the models of a connection: a live check of its credential.
-    pub async fn list_models(&self, endpoint: &Endpoint) -> Result<UpstreamResponse, TransportError> {
-        let req = self.request(Method::GET, endpoint, endpoint.models_path, Bytes::new())?;
+    /// GETs `path` of the endpoint with its own headers (its model list,
+    /// a subscription's usage).
+    pub async fn get(&self, endpoint: &Endpoint, path: &str) -> Result<UpstreamResponse, TransportError> {
+        let req = self.request(Method::GET, endpoint, path, Bytes::new())?;
         self.send(req).await
     }
 

@@ -98,8 +98,12 @@ impl Upstream for FakeUpstream {
         })
     }
 
-    fn list_models<'a>(&'a self, endpoint: &'a Endpoint) -> BoxFuture<'a, Result<UpstreamResponse, TransportError>> {
-        self.post(endpoint, "/models", Bytes::new(), false, &HEADERS)
+    fn get<'a>(
+        &'a self,
+        endpoint: &'a Endpoint,
+        path: &'a str,
+    ) -> BoxFuture<'a, Result<UpstreamResponse, TransportError>> {
+        self.post(endpoint, path, Bytes::new(), false, &HEADERS)
     }
 }
 

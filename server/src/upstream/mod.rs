@@ -31,8 +31,13 @@ pub trait Upstream: Send + Sync {
         extra: &'a HeaderMap,
     ) -> BoxFuture<'a, Result<UpstreamResponse, TransportError>>;
 
-    /// Lists the models of a connection: a live check of its credential.
-    fn list_models<'a>(&'a self, endpoint: &'a Endpoint) -> BoxFuture<'a, Result<UpstreamResponse, TransportError>>;
+    /// GETs `path` of `endpoint` with the connection's own headers (its
+    /// model list, a subscription's usage).
+    fn get<'a>(
+        &'a self,
+        endpoint: &'a Endpoint,
+        path: &'a str,
+    ) -> BoxFuture<'a, Result<UpstreamResponse, TransportError>>;
 }
 
 impl Upstream for Executor {
@@ -47,7 +52,11 @@ impl Upstream for Executor {
         Box::pin(Executor::post(self, endpoint, path, body, stream, extra))
     }
 
-    fn list_models<'a>(&'a self, endpoint: &'a Endpoint) -> BoxFuture<'a, Result<UpstreamResponse, TransportError>> {
-        Box::pin(Executor::list_models(self, endpoint))
+    fn get<'a>(
+        &'a self,
+        endpoint: &'a Endpoint,
+        path: &'a str,
+    ) -> BoxFuture<'a, Result<UpstreamResponse, TransportError>> {
+        Box::pin(Executor::get(self, endpoint, path))
     }
 }

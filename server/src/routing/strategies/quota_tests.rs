@@ -17,7 +17,7 @@ fn accounts(quotas: &[Option<(f64, Option<u64>)>]) -> Vec<Candidate> {
             key: format!("0:p/m@c{i}"),
             provider: "p".into(),
             eligible: true,
-            quota: q.map(|(used, reset)| Quota { windows: vec![(used, reset)], age_ms: 0 }),
+            quota: q.map(|(used, reset)| Quota { windows: vec![(used, reset)], ..Quota::default() }),
             ..Candidate::default()
         })
         .collect()
@@ -41,17 +41,59 @@ fn reset_window_accounts_resetting_within_a_minute_of_each_other_take_turns() {
     assert_eq!(orders, [[0, 1, 2], [1, 0, 2], [0, 1, 2], [1, 0, 2]]);
 }
 
+/// A plan window: `(share used, ms to reset)`.
+type Window = (f64, u64);
+
+/// Subscription accounts with these plan windows: `(session, weekly)`;
+/// `None` unknown.
+fn subscriptions(plans: &[Option<(Window, Window)>]) -> Vec<Candidate> {
+    let mut t = accounts(&vec![None; plans.len()]);
+    for (c, plan) in t.iter_mut().zip(plans) {
+        c.quota = plan.map(|((su, sr), (wu, wr))| Quota {
+            windows: vec![(su, Some(sr)), (wu, Some(wr))],
+            session: Some((su, Some(sr))),
+            weekly: Some((wu, Some(wr))),
+            age_ms: 0,
+        });
+    }
+    t
+}
+
 #[test]
-fn reset_aware_spends_an_account_about_to_reset_before_one_that_must_last() {
-    // Half used, renewed in 6 days; used up; unknown; 90 % used but renewed in a minute.
-    let t = accounts(&[Some((0.5, Some(6 * 1440 * MIN))), Some((1.0, Some(MIN))), None, Some((0.9, Some(MIN)))]);
+fn reset_aware_spends_a_subscription_about_to_renew_before_one_that_must_last() {
+    const DAY: u64 = 1440 * MIN;
+    // Half used, renewing in 4 h and 6 days; used up; unknown; 85 % used but renewing in a minute.
+    let t = subscriptions(&[
+        Some(((0.5, 240 * MIN), (0.5, 6 * DAY))),
+        Some(((1.0, MIN), (0.3, DAY))),
+        None,
+        Some(((0.85, MIN), (0.85, MIN))),
+    ]);
     assert_eq!(once(Strategy::ResetAware, &t), [3, 2, 0, 1]);
     let scores: Vec<f64> = t.iter().map(|c| reset_aware::score(c.quota.as_ref())).collect();
-    assert!((scores[3] - 0.557).abs() < 0.001 && (scores[0] - 0.243).abs() < 0.001, "{scores:?}");
-    // Nearly empty: below 10 % left the score is cut in proportion.
-    let low = reset_aware::score(Some(&Quota { windows: vec![(0.95, Some(MIN))], age_ms: 0 }));
-    let high = reset_aware::score(Some(&Quota { windows: vec![(0.9, Some(MIN))], age_ms: 0 }));
+    assert!((scores[3] - 0.6254).abs() < 0.001 && (scores[0] - 0.2141).abs() < 0.001, "{scores:?}");
+    // Nearly empty: below 10 % left in the session the score is cut in proportion.
+    let low = subscriptions(&[Some(((0.95, MIN), (0.5, DAY))), Some(((0.9, MIN), (0.5, DAY)))]);
+    let (low, high) = (reset_aware::score(low[0].quota.as_ref()), reset_aware::score(low[1].quota.as_ref()));
     assert!(low < high / 1.5, "{low} vs {high}");
+}
+
+/// API-key accounts report per-minute windows only: every strategy that
+/// ranks accounts puts the one with more left first (issue [L]: the
+/// reset pressure of plan windows once put the more used one first).
+#[test]
+fn on_per_minute_windows_every_account_ranking_strategy_leads_with_the_less_used_account() {
+    let t = accounts(&[Some((0.8, Some(30_000))), Some((0.2, Some(30_000)))]);
+    assert_eq!(once(Strategy::ResetAware, &t), [1, 0]);
+    assert_eq!(once(Strategy::Headroom, &t), [1, 0]);
+    let scores: Vec<f64> = t.iter().map(|c| reset_aware::score(c.quota.as_ref())).collect();
+    assert_eq!(scores, [0.19999999999999996, 0.8], "the share left");
+    let heads = quota_heads(&t, 1_000);
+    assert!(heads[1] > 750, "drawn by share left, 0.8 : 0.2: {heads:?}");
+    // Resets within a minute of each other: reset-window takes turns.
+    let (mut state, mut rng) = (ComboState::default(), StdRng::seed_from_u64(1));
+    let leads: Vec<usize> = (0..4).map(|_| order(Strategy::ResetWindow, &t, &mut state, &mut rng)[0]).collect();
+    assert_eq!(leads, [0, 1, 0, 1]);
 }
 
 #[test]

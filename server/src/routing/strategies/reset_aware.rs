@@ -4,13 +4,16 @@
 //! per window `a × left + b × urgency × (1 − left)`, urgency `1 − time to
 //! reset / window length`, session (5 h; a = 0.45, b = 0.55) weighted 0.35
 //! and weekly (7 d; a = 0.25, b = 0.75) weighted 0.65, cut down sharply
-//! below 10 % left; an unknown account scores 0.5, a used-up one −∞.
-//! Scores within 0.05 of the best take turns leading. Use it on accounts
-//! with renewing quotas: it drains the one about to reset and saves the
-//! one that must last. The windows come from the upstream's rate-limit
-//! headers ([`crate::routing::quota`]), which name no session or weekly
-//! window: both read the binding (most used) window's share, and its
-//! reset stands for the weekly one, as the reference falls back to.
+//! below 10 % left in the session; an unknown account scores 0.5, a
+//! used-up one −∞. Scores within 0.05 of the best take turns leading.
+//!
+//! On a subscription the session and weekly windows are the plan's
+//! ([`crate::routing::quota`]): it drains the account about to renew and
+//! saves the one that must last. An API-key account reports only short
+//! windows (per minute or day) through its rate-limit headers; those all
+//! renew soon, so a reset says nothing of which account to save: its score
+//! is the share left of its binding window (the same guard below 10 %),
+//! and the account with the most left leads.
 
 use super::{Candidate, rotate_leading_ties};
 use crate::routing::quota::Quota;
@@ -39,10 +42,23 @@ pub fn score(quota: Option<&Quota>) -> f64 {
         return f64::NEG_INFINITY;
     }
     let left = 1.0 - q.used();
-    let window = |a: f64, b: f64, urgency: f64| a * left + b * urgency * (1.0 - left);
-    let session = window(0.45, 0.55, urgency(None, SESSION_MS));
-    let weekly = window(0.25, 0.75, urgency(q.binding_reset_in_ms(), WEEK_MS));
-    let score = SESSION_WEIGHT * session + WEEKLY_WEIGHT * weekly;
+    if !q.has_plan() {
+        return guarded(left, left);
+    }
+    // Each plan window; a missing one reads the binding window, urgency unknown.
+    let window = |plan: Option<(f64, Option<u64>)>, length_ms: f64| {
+        plan.map_or((left, 0.5), |(used, reset_in_ms)| (1.0 - used, urgency(reset_in_ms, length_ms)))
+    };
+    let (session_left, session_urgency) = window(q.session, SESSION_MS);
+    let (weekly_left, weekly_urgency) = window(q.weekly, WEEK_MS);
+    let part = |a: f64, b: f64, left: f64, urgency: f64| a * left + b * urgency * (1.0 - left);
+    let score = SESSION_WEIGHT * part(0.45, 0.55, session_left, session_urgency)
+        + WEEKLY_WEIGHT * part(0.25, 0.75, weekly_left, weekly_urgency);
+    guarded(score, session_left)
+}
+
+/// `score` cut in proportion once less than 10 % is `left`.
+fn guarded(score: f64, left: f64) -> f64 {
     if left < EXHAUSTION_GUARD { score * (left / EXHAUSTION_GUARD).max(0.05) } else { score }
 }
 

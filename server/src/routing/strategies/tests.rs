@@ -53,7 +53,7 @@ proptest! {
         let mut t = with_weights(&weights[..n]);
         for (i, c) in t.iter_mut().enumerate() {
             c.eligible = eligible[i];
-            c.quota = quotas[i].map(|(used, reset)| Quota { windows: vec![(used, reset)], age_ms: reset.unwrap_or(0) * 10 });
+            c.quota = quotas[i].map(|(used, reset)| Quota { windows: vec![(used, reset)], age_ms: reset.unwrap_or(0) * 10, ..Quota::default() });
             c.facts = facts[i].map(|(context_window, input_price)| ModelFacts { context_window, input_price, output_price: input_price });
             c.in_flight = weights[i] % 4;
         }
@@ -216,6 +216,6 @@ fn auto_never_leads_with_an_open_breaker_and_shares_the_lead_among_near_equals()
     let count = heads(Strategy::Auto, &equal, 8_000);
     assert!(count.iter().all(|&c| (1_600..=2_400).contains(&c)), "equal targets take turns: {count:?}");
     let mut quota = targets(2);
-    quota[0].quota = Some(Quota { windows: vec![(0.95, None)], age_ms: 0 });
+    quota[0].quota = Some(Quota { windows: vec![(0.95, None)], ..Quota::default() });
     assert!(auto::scores(&quota)[1] > auto::scores(&quota)[0], "quota left counts");
 }
