@@ -15,7 +15,7 @@ use crate::types::{
     },
     rate_limits::{RateLimitList, RateLimitProtectionSet, SetRateLimitProtection},
     settings::{ResilienceSettings, ResilienceView},
-    subscription::{CompleteSignIn, ImportCredentials, WaitingSignIn},
+    subscription::{CompleteSignIn, ImportCredentials, QuotaList, WaitingSignIn},
 };
 
 /// A failure a page can show.
@@ -101,6 +101,9 @@ pub trait Backend: Send + Sync + 'static {
     async fn delete_alias(&self, alias: &str) -> BackendResult<()>;
     /// Every connection's rate-limit protection, like `GET /api/rate-limits`.
     async fn rate_limits(&self) -> BackendResult<RateLimitList>;
+    /// Every subscription's plan windows, like `GET /api/quotas`, and the
+    /// server's now (epoch ms) they count down from.
+    fn quotas(&self) -> (QuotaList, i64);
     /// Sets one connection's protection, like `POST /api/rate-limits`.
     async fn set_rate_limit_protection(&self, input: SetRateLimitProtection) -> BackendResult<RateLimitProtectionSet>;
     async fn list_keys(&self) -> BackendResult<ApiKeyList>;

@@ -1,5 +1,5 @@
 import { test, expect, Page } from '@playwright/test';
-import { login, hydrated } from './helpers';
+import { FAKE, login, hydrated } from './helpers';
 
 // Signing in with a Claude or ChatGPT subscription from Providers, against
 // the fake issuer (OMNIROUTE_OAUTH_TOKEN_URL_CLAUDE and …_CODEX point at
@@ -105,4 +105,22 @@ test.describe('without JavaScript', () => {
     await expect(page.locator('tr', { hasText: 'e2e-claude-nojs' })).toContainText('claude');
     await expect(page.getByTestId('finish-sign-in')).toHaveCount(0);
   });
+});
+
+test('a subscription row shows its plan windows as bars with their renewal', async ({ page }) => {
+  await login(page);
+  const created = await page.request.post('/api/providers', {
+    data: { provider: 'claude', name: 'e2e-claude-bars', authType: 'oauth', accessToken: 'sk-ant-oat01-e2e-bars', expiresAt: Date.now() + 3_600_000, baseUrl: FAKE },
+  });
+  expect(created.status(), await created.text()).toBe(201);
+  // The fake's usage endpoint: 12 % of the 5-hour window (renewing in 2 h), 34 % of the week.
+  const read = await page.request.get('/api/quotas?refresh=true');
+  expect(read.status()).toBe(200);
+  await page.goto('/providers');
+  await hydrated(page);
+  const row = page.locator('tr', { hasText: 'e2e-claude-bars' });
+  await expect(row.locator('[data-window="5h"]')).toContainText(/12 % used · renews in (1h 5\dm|2h 00m)/);
+  await expect(row.locator('[data-window="7d"]')).toContainText(/34 % used · renews in (71h 5\dm|72h 00m)/);
+  await expect(row.getByRole('img', { name: /^5h window: 12 % used/ })).toBeVisible();
+  await expect(row.getByTestId('quota')).toContainText('as of');
 });

@@ -8,7 +8,7 @@ use leptos::prelude::*;
 use super::answer::Answer;
 #[cfg(feature = "ssr")]
 use super::{given, ssr};
-use crate::types::subscription::WaitingSignIn;
+use crate::types::subscription::{QuotaList, WaitingSignIn};
 
 /// Where subscription forms send the browser back to.
 #[cfg(feature = "ssr")]
@@ -59,4 +59,10 @@ pub async fn import_subscription(format: String, name: String, credentials: Stri
         leptos_axum::redirect(PAGE);
     }
     Ok(())
+}
+
+/// Every subscription's plan windows, and the server's now they count down from.
+#[server(prefix = "/sfn", output = Answer, endpoint = "quotas")]
+pub async fn get_quotas() -> Result<(QuotaList, i64), ServerFnError> {
+    Ok(ssr::backend()?.quotas())
 }

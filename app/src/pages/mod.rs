@@ -8,6 +8,7 @@ pub mod keys;
 pub mod login;
 pub mod logs;
 pub mod providers;
+mod quota_bars;
 pub mod settings;
 pub mod subscriptions;
 pub mod traffic;

@@ -3,11 +3,14 @@
 
 use leptos::prelude::*;
 
-use super::subscriptions::{SubscriptionActions, SubscriptionForms};
+use super::{
+    quota_bars::LiveQuota,
+    subscriptions::{SubscriptionActions, SubscriptionForms},
+};
 use crate::{
     api::{
         AddConnection, DeleteConnection, EditConnection, SetConnectionActive, TestConnection, get_catalog,
-        get_connections, get_health, get_rate_limits,
+        get_connections, get_health, get_quotas, get_rate_limits,
     },
     components::{
         BUTTON, CONFIRM_BUTTON, Confirm, ErrorDetail, FieldNote, FormErrors, LastError, Layout, LoadFailed, Loading,
@@ -18,6 +21,7 @@ use crate::{
         monitoring::QueueInfo,
         parse_model_concurrency,
         rate_limits::{RateLimitStatus, protection_mode},
+        subscription::QuotaList,
     },
 };
 use std::{collections::BTreeMap, sync::Arc};
@@ -35,6 +39,8 @@ struct Live {
 #[derive(Clone, Copy)]
 struct Badges {
     statuses: Resource<Result<ConnectionList, ServerFnError>>,
+    /// Subscriptions' plan windows, refreshed with the badges.
+    quotas: Resource<Result<(QuotaList, i64), ServerFnError>>,
     tick: RwSignal<u64>,
 }
 
@@ -147,7 +153,8 @@ pub fn ProvidersPage() -> impl IntoView {
     let connections = Resource::new(changes, |_| get_connections());
     let tick = use_ticker(std::time::Duration::from_secs(1));
     let statuses = Resource::new(move || (tick.get() / REFRESH_TICKS, changes()), |_| get_connections());
-    let badges = Badges { statuses, tick };
+    let quotas = Resource::new(move || (tick.get() / REFRESH_TICKS, changes()), |_| get_quotas());
+    let badges = Badges { statuses, quotas, tick };
     // In flight and waiting at each connection's limits, as of the last change.
     let health = Resource::new(changes, |_| get_health());
     let protection = Resource::new(changes, |_| get_rate_limits());
@@ -388,6 +395,7 @@ fn ConnectionRow(c: ConnectionView, actions: RowActions, live: Live, badges: Bad
             <td class="p-2">{c.priority}</td>
             <td class="p-2">
                 <LiveStatus c=c.clone() badges />
+                <LiveQuota id=c.id.clone() quotas=badges.quotas />
             </td>
             <td class="p-2 text-xs" data-testid="load">{load}</td>
             <td class="p-2 text-xs" data-testid="protection">{protection}</td>

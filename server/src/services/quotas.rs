@@ -32,6 +32,8 @@ pub const FETCH_EVERY_MS: i64 = 5 * 60_000;
 const TICK: Duration = Duration::from_secs(60);
 /// The largest usage answer read.
 const MAX_USAGE_BODY: usize = 256 * 1024;
+/// The longest one usage read may take.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// When each account's usage endpoint was last read, and why it failed.
 #[derive(Default)]
@@ -68,7 +70,7 @@ pub async fn fetch(state: &AppState, conn: &Arc<LiveConnection>) -> Result<PlanR
 }
 
 /// Reads the usage endpoint of every subscription account due (`force`:
-/// every one), one after the other.
+/// every one), all at once, each within [`FETCH_TIMEOUT`].
 pub async fn refresh(state: &AppState, force: bool) {
     let now = state.clock.now_ms();
     let due: Vec<Arc<LiveConnection>> = state
@@ -80,13 +82,17 @@ pub async fn refresh(state: &AppState, force: bool) {
         .filter(|c| force || state.quota_fetches.last.get(&c.id).is_none_or(|f| now - f.0 >= FETCH_EVERY_MS))
         .cloned()
         .collect();
-    for conn in due {
-        let error = fetch(state, &conn).await.err();
+    futures_util::future::join_all(due.iter().map(|conn| async move {
+        let error = match tokio::time::timeout(FETCH_TIMEOUT, fetch(state, conn)).await {
+            Ok(fetched) => fetched.err(),
+            Err(_) => Some(format!("the usage endpoint did not answer within {} s", FETCH_TIMEOUT.as_secs())),
+        };
         if let Some(e) = &error {
             tracing::info!(connection_id = %conn.id, provider = conn.provider.id, error = %e, "plan usage not read");
         }
         state.quota_fetches.last.insert(conn.id.clone(), (state.clock.now_ms(), error));
-    }
+    }))
+    .await;
 }
 
 /// Reads the due accounts' usage every minute while the gateway runs.

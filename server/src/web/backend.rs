@@ -14,7 +14,7 @@ use app::{
         onboarding::GetStarted,
         rate_limits::{RateLimitList, RateLimitProtectionSet, SetRateLimitProtection},
         settings::{ResilienceSettings, ResilienceView},
-        subscription::{CompleteSignIn, ImportCredentials, WaitingSignIn},
+        subscription::{CompleteSignIn, ImportCredentials, QuotaList, WaitingSignIn},
         traffic::TrafficReport,
     },
 };
@@ -148,6 +148,10 @@ impl Backend for WebBackend {
 
     async fn rate_limits(&self) -> BackendResult<RateLimitList> {
         services::rate_limits::list(&self.state).await.map_err(err)
+    }
+
+    fn quotas(&self) -> (QuotaList, i64) {
+        (services::quotas::list(&self.state), self.state.clock.now_ms())
     }
 
     async fn set_rate_limit_protection(&self, input: SetRateLimitProtection) -> BackendResult<RateLimitProtectionSet> {
