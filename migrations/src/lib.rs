@@ -13,6 +13,7 @@ mod m0004_session_leases;
 mod m0005_dashboard_sessions;
 mod m0006_discovered_models;
 mod m0007_log_trail;
+mod m0008_plan_usage;
 
 /// Every migration, oldest first.
 pub struct Migrator;
@@ -28,6 +29,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0005_dashboard_sessions::Migration),
             Box::new(m0006_discovered_models::Migration),
             Box::new(m0007_log_trail::Migration),
+            Box::new(m0008_plan_usage::Migration),
         ]
     }
 }

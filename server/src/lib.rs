@@ -99,7 +99,7 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
     state.routing.connections.reload(&state.db, &state.auth.secrets).await?;
     state.routing.combos.reload(&state.db).await?;
     state.routing.aliases.reload(&state.db).await?;
-    services::quotas::spawn_refresher(&state);
+    services::quotas::restore(&state).await?;
     Ok(state)
 }
 
@@ -211,6 +211,7 @@ pub async fn serve(
         shutdown.await;
         let _ = stop_tx.send(true);
     });
+    services::quotas::spawn_refresher(&state);
     serve_until_stopped(&state, listener, stop_rx).await?;
     flush(&state).await;
     Ok(())
@@ -227,9 +228,10 @@ pub async fn serve_until_stopped(
 }
 
 /// Writes what is still queued behind the requests (log rows, resilience
-/// state) before the process exits.
+/// state, plan windows) before the process exits.
 pub async fn flush(state: &AppState) {
     state.store.flush().await;
+    services::quotas::store(state).await;
     tracing::info!("shutdown complete");
 }
 

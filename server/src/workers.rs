@@ -83,6 +83,7 @@ pub fn serve(config: Config) -> anyhow::Result<()> {
     tracing::info!(target: "omniroute", address = %addr, workers, "OmniRoute listening; dashboard at http://{addr}/");
 
     main_rt.block_on(async {
+        crate::services::quotas::spawn_refresher(&state);
         tokio::select! {
             _ = crate::shutdown_signal() => {}
             _ = crate::memory::return_freed_memory() => {}

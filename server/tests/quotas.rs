@@ -1,6 +1,7 @@
 //! Subscription plan windows (issue [L] item 5): read from Claude's and
 //! Codex's usage endpoints and from the headers of every answer, served as
-//! `GET /api/quotas`, and read by the account-ranking strategies — on two
+//! `GET /api/quotas`, kept across a restart, and read by the
+//! account-ranking strategies — on two
 //! Claude subscriptions `reset-aware` drains the one about to renew and
 //! `headroom` leads with the one furthest from its limit.
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
@@ -81,6 +82,15 @@ async fn plan_windows_come_from_the_usage_endpoints_and_from_every_answer() {
     assert_eq!(windows(&after, &claude), [("5h".to_owned(), 50.0), ("7d".to_owned(), 40.0)]);
     assert_eq!(entry(&after, &claude)["source"], "headers");
     assert_eq!(entry(&after, &claude)["windows"][0]["resetsAt"].as_i64(), Some(reset.parse::<i64>().unwrap() * 1000));
+
+    // Stored at shutdown, back after a restart.
+    let gw = Gateway::start_configured(gw.stop().await, |_| {}).await;
+    let restarted: Value = gw.get_json("/api/quotas").await;
+    assert_eq!(windows(&restarted, &claude), [("5h".to_owned(), 50.0), ("7d".to_owned(), 40.0)], "{restarted}");
+    assert_eq!(
+        (entry(&restarted, &codex)["plan"].as_str(), entry(&restarted, &claude)["source"].as_str()),
+        (Some("pro"), Some("headers"))
+    );
 
     // A refused token is reported, and the last windows stay.
     fake.push_rule(Rule { path: Some("/api/oauth/usage".into()), status: Some(401), ..Rule::default() });

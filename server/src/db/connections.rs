@@ -49,6 +49,17 @@ pub async fn set_credential(db: &DatabaseConnection, row: &ConnectionRow) -> Res
     Ok(())
 }
 
+/// Stores what the provider last stated of connection `id`'s plan windows.
+pub async fn set_plan_usage(db: &DatabaseConnection, id: &str, json: String) -> Result<(), DbErr> {
+    use provider_connection::Column as C;
+    provider_connection::Entity::update_many()
+        .col_expr(C::PlanUsage, Expr::value(json))
+        .filter(C::Id.eq(id))
+        .exec(db)
+        .await?;
+    Ok(())
+}
+
 /// Deletes the connection; `false` when no such connection existed.
 pub async fn delete(db: &DatabaseConnection, id: &str) -> Result<bool, DbErr> {
     let res = provider_connection::Entity::delete_by_id(id.to_owned()).exec(db).await?;

@@ -33,7 +33,7 @@ use super::{
     clock::Clock,
     connection_health::{ConnectionHealth, TerminalStatus},
     egress::EgressMap,
-    lockout::Lockouts,
+    lockout::{Lockouts, QuotaScope},
     provider_cooldown::ProviderCooldowns,
 };
 
@@ -135,6 +135,8 @@ pub struct AttemptFailure<'a> {
     pub body: &'a str,
     /// The local address the attempt left from, when a response came back.
     pub egress_ip: Option<IpAddr>,
+    /// Where the provider meters its quota.
+    pub quota_scope: QuotaScope,
 }
 
 /// A breaker as the monitoring API shows it.

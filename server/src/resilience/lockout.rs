@@ -39,11 +39,50 @@ impl LockScope {
     }
 }
 
-/// The quota family of a model. The providers in the catalog meter each
-/// model on its own, so the family is the model itself; a provider with
-/// shared per-family quotas maps its models here.
-pub fn quota_family(_provider: &str, model: &str) -> String {
-    model.to_owned()
+/// Where a provider meters its quota, so what a 429 takes out of service.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QuotaScope {
+    /// The account: a 429 cools the connection.
+    Connection,
+    /// Each model on its own (`hasPerModelQuota`, Gemini): a 404, 429 or
+    /// 5xx locks the model and the connection stays active for the others;
+    /// a bare 500 is only noted.
+    PerModel,
+    /// Families of models sharing a quota (Codex: `codex` and `spark`): a
+    /// 429 locks the family and the connection stays active for the other.
+    Family,
+}
+
+impl QuotaScope {
+    pub fn of(provider: &str, per_model_quota: bool) -> Self {
+        match provider {
+            _ if per_model_quota => Self::PerModel,
+            "codex" => Self::Family,
+            _ => Self::Connection,
+        }
+    }
+
+    /// Whether a failure of `status` locks the model (its family) instead
+    /// of cooling the connection; a bare 500 on a per-model provider does
+    /// neither (`Some(false)`).
+    pub fn locks_model(self, status: Option<u16>) -> Option<bool> {
+        match (self, status?) {
+            (Self::PerModel, 500) => Some(false),
+            (Self::PerModel, 404 | 429 | 500..) | (Self::Family, 429) => Some(true),
+            _ => None,
+        }
+    }
+}
+
+/// The quota family of a model: Codex meters its `spark` models apart from
+/// the rest (`codex`); every other provider meters each model on its own,
+/// so the family is the model itself.
+pub fn quota_family(provider: &str, model: &str) -> String {
+    match provider {
+        "codex" if model.contains("spark") => "spark".into(),
+        "codex" => "codex".into(),
+        _ => model.to_owned(),
+    }
 }
 
 /// The map key of a lock.

@@ -91,6 +91,7 @@ pub async fn create(state: &AppState, input: CreateConnection) -> Result<Connect
         expired_retry_count: 0,
         rejected_streak: 0,
         discovered_models: None,
+        plan_usage: None,
         created_at: now,
         updated_at: now,
     };

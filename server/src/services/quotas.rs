@@ -17,6 +17,7 @@ use app::types::subscription::{ConnectionQuota, QuotaList, QuotaWindow};
 use dashmap::DashMap;
 
 use crate::{
+    db,
     routing::{
         quota::{self, PlanReport},
         registry::LiveConnection,
@@ -95,6 +96,27 @@ pub async fn refresh(state: &AppState, force: bool) {
     .await;
 }
 
+/// Stores the plan reports changed since the last call (written behind:
+/// every minute, and at shutdown — never on a request's path).
+pub async fn store(state: &AppState) {
+    for (id, report) in state.routing.quotas.take_unstored() {
+        let Ok(json) = serde_json::to_string(&report) else { continue };
+        if let Err(e) = db::connections::set_plan_usage(&state.db, &id, json).await {
+            tracing::warn!(connection_id = %id, error = %e, "plan usage not stored");
+        }
+    }
+}
+
+/// Loads the plan reports stored before the restart.
+pub async fn restore(state: &AppState) -> Result<(), sea_orm::DbErr> {
+    for row in db::connections::list(&state.db, None).await? {
+        if let Some(report) = row.plan_usage.as_deref().and_then(|j| serde_json::from_str(j).ok()) {
+            state.routing.quotas.restore_plan(&row.id, report);
+        }
+    }
+    Ok(())
+}
+
 /// Reads the due accounts' usage every minute while the gateway runs.
 pub fn spawn_refresher(state: &Arc<AppState>) {
     let state: Weak<AppState> = Arc::downgrade(state);
@@ -106,6 +128,7 @@ pub fn spawn_refresher(state: &Arc<AppState>) {
             tick.tick().await;
             let Some(state) = state.upgrade() else { return };
             refresh(&state, false).await;
+            store(&state).await;
         }
     });
 }

@@ -34,6 +34,8 @@ pub struct Model {
     pub rejected_streak: i32,
     /// JSON list of the model ids the last passing test listed.
     pub discovered_models: Option<String>,
+    /// JSON: what the provider last stated of a subscription's plan windows.
+    pub plan_usage: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
 }

@@ -20,10 +20,11 @@ use super::{
 use crate::{
     protocols::ir,
     proxy::stream::relay::{Finish, StreamEnd},
-    resilience::classify::Verdict,
     resilience::{
         breaker::BreakerConfig,
+        classify::Verdict,
         engine::{AttemptFailure, Outcome, Probe},
+        lockout::QuotaScope,
     },
     routing::{
         affinity::PinKey,
@@ -182,6 +183,7 @@ impl AttemptGuard {
             headers: f.headers,
             body: &body,
             egress_ip: self.record.as_ref().and_then(|r| r.egress_ip.as_deref()?.parse().ok()),
+            quota_scope: QuotaScope::of(self.conn.provider.id, self.conn.provider.has_per_model_quota),
         };
         let outcome = self.state.engine.on_failure(&failure, &settings, &self.cfg, self.probe.as_mut());
         if let Some(pin) = &self.pin

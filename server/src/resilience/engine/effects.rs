@@ -8,7 +8,7 @@ use std::{net::IpAddr, sync::atomic::Ordering};
 
 use app::types::{
     Category,
-    settings::{ErrorReason, ProviderCooldownSettings, ResilienceSettings, RuleScope},
+    settings::{ErrorReason, ModelLockoutSettings, ProviderCooldownSettings, ResilienceSettings, RuleScope},
 };
 
 use super::{
@@ -54,9 +54,14 @@ impl Engine {
         });
         // A model-scoped rule (where honoured) locks the model, not the
         // connection; so does a quota verdict on a connection that opts
-        // out of cooling.
+        // out of cooling, and a 429 (404, 5xx) of a provider metering each
+        // model or family of models apart.
         let model_scoped = rule.as_ref().is_some_and(|r| r.honored_scope && r.scope == RuleScope::Model);
-        let cool = !f.disable_cooling && !model_scoped && (!f.stall || settings.stream_stall_cooldown.enabled);
+        let per_model = f.quota_scope.locks_model(status);
+        let cool = !f.disable_cooling
+            && !model_scoped
+            && per_model.is_none()
+            && (!f.stall || settings.stream_stall_cooldown.enabled);
         let marked = health.mark_failure(&verdict, status, f.body, now, cool);
         slot.clean.store(*health == ConnectionHealth::default(), Ordering::Release);
         let health_now = health.clone();
@@ -78,6 +83,15 @@ impl Engine {
             let mut lockouts = self.lockouts.lock();
             if model_scoped || (f.disable_cooling && verdict.cooldown_ms > 0) {
                 Some(lockouts.force(&lock, verdict.cooldown_ms.min(settings.model_lockout.max_cooldown_ms)))
+            } else if per_model == Some(true) {
+                // Locked whether or not lockout is switched on: the model's
+                // own quota is what failed, and the connection stays active.
+                let on = ModelLockoutSettings {
+                    enabled: true,
+                    error_codes: status.map(u64::from).into_iter().collect(),
+                    ..settings.model_lockout.clone()
+                };
+                lockouts.record_failure(&lock, &on)
             } else {
                 lockouts.record_failure(&lock, &settings.model_lockout)
             }

@@ -1,7 +1,10 @@
 //! Engine bookkeeping the integration tests cannot see directly.
 
 use super::*;
-use crate::resilience::{clock::ManualClock, lockout::ESCALATION_WINDOW_MS};
+use crate::resilience::{
+    clock::ManualClock,
+    lockout::{ESCALATION_WINDOW_MS, QuotaScope},
+};
 use app::types::settings::ErrorReason;
 
 const T: i64 = 1_767_225_600_000;
@@ -24,6 +27,7 @@ fn failure<'a>(status: Option<u16>, headers: &'a HeaderMap) -> AttemptFailure<'a
         headers,
         body: "",
         egress_ip: None,
+        quota_scope: QuotaScope::Connection,
     }
 }
 
@@ -192,4 +196,55 @@ fn a_stream_stall_is_recorded_but_cools_only_when_stall_cooldown_is_on() {
     settings.stream_stall_cooldown.enabled = true;
     e.on_failure(&AttemptFailure { connection_id: "c2", ..stall }, &settings, &cfg(5), None);
     assert!(e.health("c2").rate_limited_until.is_some(), "cooled once stall cooldown is on");
+}
+
+/// Whether `model` on connection `c1` of `provider` is locked.
+fn locked(e: &Engine, provider: &str, model: &str) -> bool {
+    matches!(e.exclusion(provider, "c1", model), Some(Exclusion::ModelLocked { .. }))
+}
+
+#[test]
+fn a_per_model_quota_provider_locks_the_model_and_keeps_the_connection_serving_with_lockout_off() {
+    let (e, _clock, _rx) = engine();
+    let (h, s) = (HeaderMap::new(), ResilienceSettings::default());
+    assert!(!s.model_lockout.enabled, "lockout is off by default");
+    let gemini = |status, model| AttemptFailure {
+        provider: "gemini",
+        model,
+        quota_scope: QuotaScope::of("gemini", true),
+        ..failure(Some(status), &h)
+    };
+    for (status, model) in [(429, "gemini-2.5-pro"), (404, "gemini-exp"), (503, "gemini-2.5-flash-lite")] {
+        e.on_failure(&gemini(status, model), &s, &cfg(50), None);
+        assert!(locked(&e, "gemini", model), "{status} locks {model}");
+    }
+    assert!(!locked(&e, "gemini", "gemini-2.5-flash"), "the other models serve");
+    assert_eq!(e.health("c1").rate_limited_until, None, "the connection is not cooled");
+    // A bare 500 is noted, nothing more.
+    e.on_failure(&gemini(500, "gemini-2.5-flash"), &s, &cfg(50), None);
+    assert!(!locked(&e, "gemini", "gemini-2.5-flash") && e.health("c1").rate_limited_until.is_none());
+    // The same 429 on an account-metered provider cools the connection.
+    e.on_failure(&failure(Some(429), &h), &s, &cfg(50), None);
+    assert!(e.health("c1").rate_limited_until.is_some());
+}
+
+#[test]
+fn a_codex_429_locks_its_quota_family_and_leaves_spark_serving() {
+    let (e, _clock, _rx) = engine();
+    let (h, s) = (HeaderMap::new(), ResilienceSettings::default());
+    let codex = |status, model| AttemptFailure {
+        provider: "codex",
+        model,
+        quota_scope: QuotaScope::of("codex", false),
+        ..failure(Some(status), &h)
+    };
+    e.on_failure(&codex(429, "gpt-5-codex"), &s, &cfg(50), None);
+    assert!(locked(&e, "codex", "gpt-5-codex") && locked(&e, "codex", "gpt-5"), "the codex family");
+    assert!(!locked(&e, "codex", "gpt-5.3-codex-spark"), "spark is metered apart");
+    assert_eq!(e.health("c1").rate_limited_until, None);
+    e.on_failure(&codex(429, "gpt-5.3-codex-spark"), &s, &cfg(50), None);
+    assert!(locked(&e, "codex", "gpt-5.3-codex-spark"));
+    // Other failures cool the account as before.
+    e.on_failure(&codex(503, "gpt-5"), &s, &cfg(50), None);
+    assert!(e.health("c1").rate_limited_until.is_some());
 }

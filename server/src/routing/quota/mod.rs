@@ -130,6 +130,8 @@ pub trait QuotaSource: Send + Sync {
 pub struct Quotas {
     reported: DashMap<(String, String), Reported>,
     plans: DashMap<String, PlanReport>,
+    /// Connections whose plan report changed since it was last stored.
+    unstored: DashMap<String, ()>,
 }
 
 impl QuotaSource for Quotas {
@@ -157,13 +159,32 @@ impl Quotas {
             if report.plan.is_none() {
                 report.plan = self.plans.get(connection).and_then(|p| p.plan.clone());
             }
-            self.plans.insert(connection.to_owned(), report);
+            self.set_plan(connection, report);
         }
     }
 
-    /// Records what the provider's usage endpoint said of `connection`'s plan.
+    /// Records what the provider said of `connection`'s plan (its usage
+    /// endpoint, or an answer's headers).
     pub fn set_plan(&self, connection: &str, report: PlanReport) {
         self.plans.insert(connection.to_owned(), report);
+        self.unstored.insert(connection.to_owned(), ());
+    }
+
+    /// Takes a plan report stored before a restart.
+    pub fn restore_plan(&self, connection: &str, report: PlanReport) {
+        self.plans.insert(connection.to_owned(), report);
+    }
+
+    /// The plan reports changed since the last call, to store.
+    pub fn take_unstored(&self) -> Vec<(String, PlanReport)> {
+        let ids: Vec<String> = self.unstored.iter().map(|e| e.key().clone()).collect();
+        ids.into_iter()
+            .filter_map(|id| {
+                self.unstored.remove(&id);
+                let report = self.plan(&id)?;
+                Some((id, report))
+            })
+            .collect()
     }
 
     /// What is known of `connection`'s plan.
@@ -176,6 +197,7 @@ impl Quotas {
     pub fn forget(&self, connection: &str) {
         self.reported.retain(|(c, _), _| c != connection);
         self.plans.remove(connection);
+        self.unstored.remove(connection);
     }
 }
 

@@ -5,10 +5,12 @@
 //! `{base}/api/oauth/usage`, Codex's `{base}/wham/usage`).
 
 use http::HeaderMap;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// One plan window.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PlanWindow {
     /// `5h`, `7d`, or the window's length in minutes or hours (`90m`, `24h`).
     pub window: String,
@@ -19,7 +21,8 @@ pub struct PlanWindow {
 }
 
 /// Where a plan report came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Source {
     /// An answer's headers.
     Headers,
@@ -36,8 +39,9 @@ impl Source {
     }
 }
 
-/// What the provider last said of an account's plan.
-#[derive(Clone, Debug, PartialEq)]
+/// What the provider last said of an account's plan (stored as JSON).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PlanReport {
     /// The plan's name, where the provider says it (`pro`, `plus`, `max`…).
     pub plan: Option<String>,
