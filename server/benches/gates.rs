@@ -11,6 +11,7 @@ use http::HeaderMap;
 use server::resilience::{
     clock::ManualClock,
     engine::{self, AttemptFailure, Engine, EngineChanges},
+    lockout::QuotaScope,
 };
 use std::{hint::black_box, sync::Arc};
 use tokio::time::Instant;
@@ -48,6 +49,7 @@ fn main() {
                 headers: &headers,
                 body: "",
                 egress_ip: None,
+                quota_scope: QuotaScope::Connection,
             };
             engine.on_failure(&failure, &settings, &cfg, None);
         }

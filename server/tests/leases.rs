@@ -258,6 +258,7 @@ async fn empty_eligibility_is_not_a_lease_conflict_but_the_routing_error() {
             headers: &http::HeaderMap::new(),
             body: "",
             egress_ip: None,
+            quota_scope: server::resilience::lockout::QuotaScope::Connection,
         },
         &s.gw.state.resilience.current(),
         &server::resilience::engine::breaker_config(&s.gw.state.resilience.current(), app::types::Category::Apikey),
