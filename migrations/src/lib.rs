@@ -14,6 +14,7 @@ mod m0005_dashboard_sessions;
 mod m0006_discovered_models;
 mod m0007_log_trail;
 mod m0008_plan_usage;
+mod m0009_wait_ms;
 
 /// Every migration, oldest first.
 pub struct Migrator;
@@ -30,6 +31,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0006_discovered_models::Migration),
             Box::new(m0007_log_trail::Migration),
             Box::new(m0008_plan_usage::Migration),
+            Box::new(m0009_wait_ms::Migration),
         ]
     }
 }

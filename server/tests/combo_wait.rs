@@ -38,6 +38,11 @@ async fn a_combo_waits_out_a_short_rate_limit_cooldown_and_is_served() {
     assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
     assert!(started.elapsed() >= Duration::from_millis(1_400), "waited for the cooldown: {:?}", started.elapsed());
     assert_eq!(fake.count("/v1/chat/completions"), 2, "tried, waited, tried again");
+    // The second attempt's row says how long the gateway held the request.
+    let rows = gw.logs().await;
+    let waits: Vec<i64> = rows.iter().map(|r| r["waitMs"].as_i64().unwrap()).collect();
+    assert_eq!(waits[1], 0, "the first attempt went at once: {waits:?}");
+    assert!((1_400..3_000).contains(&waits[0]), "the served one waited out the cooldown: {waits:?}");
 }
 
 #[tokio::test]
@@ -80,7 +85,8 @@ async fn a_client_that_leaves_during_the_wait_is_logged_499() {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let rows = gw.logs().await;
-        if rows.iter().any(|r| r["status"] == 499 && r["errorKind"] == "client_disconnected") {
+        if let Some(row) = rows.iter().find(|r| r["status"] == 499 && r["errorKind"] == "client_disconnected") {
+            assert!(row["waitMs"].as_i64().unwrap() >= 700, "held until the client left: {row}");
             break;
         }
         assert!(Instant::now() < deadline, "no 499 row: {}", Value::from(rows));

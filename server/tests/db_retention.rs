@@ -24,6 +24,7 @@ fn row(i: i64) -> proxy_log::ActiveModel {
         error_message: Set(None),
         egress_ip: Set(None),
         refused: Set(false),
+        wait_ms: Set(0),
     }
 }
 

@@ -92,6 +92,13 @@ async fn starts_are_spaced_by_the_min_time_and_all_are_served() {
     let answers = futures_util::future::join_all((0..5).map(|_| gw.chat(body.clone(), None))).await;
     assert!(answers.iter().all(|a| a.status() == 200));
     assert!(started.elapsed() >= Duration::from_millis(4 * 150), "five starts need four gaps: {:?}", started.elapsed());
+    // Each row says how long the queue held its request ([N] item 2).
+    let mut waits: Vec<i64> = gw.logs().await.iter().map(|r| r["waitMs"].as_i64().unwrap()).collect();
+    waits.sort_unstable();
+    assert_eq!(waits.len(), 5);
+    for (i, wait) in waits.iter().enumerate() {
+        assert!(*wait >= i as i64 * 150 - 50, "the k-th start waited about k × 150 ms: {waits:?}");
+    }
     // An unprotected connection is not paced at all.
     let (fake, gw) = Gateway::with_fake().await;
     let id = gw.add_connection("openai", "free", "sk-free-0000000000", &v1(&fake), 1).await;

@@ -184,6 +184,8 @@ fn LogLine(r: LogRow, now: i64, in_trail: bool) -> impl IntoView {
         Some(t) => format!("{} ms (first byte {t} ms)", r.latency_ms),
         None => format!("{} ms", r.latency_ms),
     };
+    // The gateway's own hold before the attempt comes first: it is time the client waited too.
+    let latency = if r.wait_ms > 0 { format!("waited {} ms · {latency}", r.wait_ms) } else { latency };
     let connection = match (r.connection_name, r.connection_id) {
         (Some(name), _) => name.into_any(),
         (None, Some(_)) => "(deleted)".into_any(),

@@ -34,6 +34,10 @@ pub struct LogRow {
     /// `errorKind` holds the code the client got.
     #[serde(default)]
     pub refused: bool,
+    /// How long the gateway itself held the request before this attempt
+    /// (request queue, concurrency slot, cooldown and combo waits), ms.
+    #[serde(default)]
+    pub wait_ms: i64,
 }
 
 /// `GET /api/logs` answer.

@@ -31,6 +31,7 @@ impl Drop for AbandonedWait<'_> {
         let Some(mut r) = self.record.take() else { return };
         r.status = 499;
         r.latency_ms = i64::try_from(self.started.elapsed().as_millis()).unwrap_or(i64::MAX);
+        r.wait_ms = r.wait_ms.saturating_add(r.latency_ms);
         r.error_kind = Some("client_disconnected".to_owned());
         r.error_message = Some(format!("the client went away while waiting {} ms for a cooldown", self.wait_ms));
         tracing::info!(request_id = %r.request_id, provider = %r.provider, model = %r.model, "client went away during a cooldown wait");

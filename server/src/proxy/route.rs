@@ -254,6 +254,7 @@ async fn serve_plan(
         continuing: inbound.continuing,
         handoff,
         deadline: dispatch::RequestDeadline::new(state.config.request_deadline),
+        held: Default::default(),
     };
     let served = dispatch::run(state, snapshot, plan, &caller, |protocol, model| req.body_for(protocol, model));
     let mut response = served.await?;

@@ -42,6 +42,7 @@ pub async fn list(state: &AppState, filter: repo::LogFilter) -> Result<LogList, 
             error_message: r.error_message,
             egress_ip: r.egress_ip,
             refused: r.refused,
+            wait_ms: r.wait_ms,
         })
         .collect();
     Ok(LogList { logs, generated_at: state.clock.now_ms(), older })

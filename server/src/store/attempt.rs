@@ -29,6 +29,10 @@ pub struct AttemptRecord {
     pub egress_ip: Option<String>,
     /// The gateway answered without calling any upstream.
     pub refused: bool,
+    /// How long the gateway itself held the request before this row's
+    /// attempt (or its refusal): request queue, concurrency slot,
+    /// cooldown and combo waits.
+    pub wait_ms: i64,
 }
 
 impl AttemptRecord {
@@ -76,6 +80,7 @@ impl AttemptRecord {
             error_message: self.error_message,
             egress_ip: self.egress_ip,
             refused: self.refused,
+            wait_ms: self.wait_ms,
         });
         row.id = NotSet;
         row

@@ -24,6 +24,9 @@ pub struct Model {
     pub egress_ip: Option<String>,
     /// The gateway answered without calling any upstream.
     pub refused: bool,
+    /// How long the gateway itself held the request before this row's
+    /// attempt (queue, concurrency slot, cooldown and combo waits).
+    pub wait_ms: i64,
 }
 
 impl ActiveModelBehavior for ActiveModel {}

@@ -82,6 +82,7 @@ impl AttemptGuard {
     ) -> Self {
         let record = AttemptRecord {
             connection_id: Some(conn.id.clone()),
+            wait_ms: call.caller.held.take(),
             ..log_row(call.caller, call.target, state.clock.now_ms())
         };
         Self {

@@ -53,6 +53,37 @@ pub struct Caller<'a> {
     pub handoff: Option<(&'a str, &'a ClientRequest)>,
     /// The time budget its attempts share.
     pub deadline: RequestDeadline,
+    /// How long the gateway itself held it, not yet on a log row.
+    pub held: Held,
+}
+
+/// The time the gateway itself held a request — request queue,
+/// concurrency slot, cooldown and combo waits — until the next log row of
+/// the request (an attempt or the refusal) takes it as its `waitMs`: the
+/// rows of one request add up to the whole time it was held.
+#[derive(Debug, Default)]
+pub struct Held(std::sync::atomic::AtomicU64);
+
+impl Held {
+    /// The request was held since `since`.
+    pub fn since(&self, since: tokio::time::Instant) {
+        self.ms(u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX));
+    }
+
+    /// The request was held `ms`.
+    pub fn ms(&self, ms: u64) {
+        self.0.fetch_add(ms, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// What is not yet on a row, without taking it.
+    pub fn pending(&self) -> i64 {
+        i64::try_from(self.0.load(std::sync::atomic::Ordering::Relaxed)).unwrap_or(i64::MAX)
+    }
+
+    /// Takes it for a row.
+    pub fn take(&self) -> i64 {
+        i64::try_from(self.0.swap(0, std::sync::atomic::Ordering::Relaxed)).unwrap_or(i64::MAX)
+    }
 }
 
 impl<'a> Caller<'a> {

@@ -160,9 +160,11 @@ pub async fn run(
             combo = plan.combo.as_ref().map(|c| c.name.as_str()),
             "every target is held back briefly; waiting for the first to free"
         );
-        let wait = AbandonedWait::arm(state, log_row(caller, target, state.clock.now_ms()), ms);
+        let row = AttemptRecord { wait_ms: caller.held.pending(), ..log_row(caller, target, state.clock.now_ms()) };
+        let wait = AbandonedWait::arm(state, row, ms);
         tokio::time::sleep(Duration::from_millis(ms)).await;
         wait.disarm();
+        caller.held.ms(ms);
     }
 }
 
@@ -171,13 +173,16 @@ pub async fn run(
 /// gateway's own refusal — under the combo's name, or the single target.
 fn refused(state: &AppState, caller: &Caller<'_>, plan: &Plan, trail: Trail) -> DispatchError {
     let now = state.clock.now_ms();
+    let row = AttemptRecord { wait_ms: caller.held.take(), ..caller_row(caller, now) };
     let row = match (&plan.combo, plan.targets.first()) {
-        (Some(combo), _) => AttemptRecord { model: combo.name.clone(), ..caller_row(caller, now) },
+        (Some(combo), _) => AttemptRecord { model: combo.name.clone(), ..row },
         (None, Some(planned)) => match &planned.target {
-            Some(target) => log_row(caller, target, now),
-            None => AttemptRecord { model: planned.spec.clone(), ..caller_row(caller, now) },
+            Some(target) => {
+                AttemptRecord { provider: target.provider.id.to_owned(), model: target.model.clone(), ..row }
+            }
+            None => AttemptRecord { model: planned.spec.clone(), ..row },
         },
-        (None, None) => caller_row(caller, now),
+        (None, None) => row,
     };
     let e = ProxyError::from(DispatchError::exhausted(plan, trail));
     super::errors::log_refused(state, row, &e);

@@ -62,18 +62,26 @@ pub fn try_take(state: &AppState, call: &Call<'_>, conn: &LiveConnection, who: R
 /// Waits for the slots on `conn`: in its request queue, then for its
 /// concurrency permit.
 pub async fn wait(state: &AppState, call: &Call<'_>, conn: &LiveConnection, who: Requester) -> Result<Slots, Failure> {
+    let started = tokio::time::Instant::now();
+    let taken = take_waiting(state, call, conn, who).await;
+    call.caller.held.since(started);
+    taken.map_err(|why| refused(state, call, conn, &why))
+}
+
+async fn take_waiting(
+    state: &AppState,
+    call: &Call<'_>,
+    conn: &LiveConnection,
+    who: Requester,
+) -> Result<Slots, Refusal> {
     let model = &call.target.model;
     let queue = match queue::entry(state, conn, model) {
         None => None,
-        Some(entry) => match entry.wait().await {
-            Ok(slot) => Some(Executing::new(slot, &entry)),
-            Err(why) => return Err(refused(state, call, conn, &Refusal::Queue(why))),
-        },
+        Some(entry) => Some(Executing::new(entry.wait().await.map_err(Refusal::Queue)?, &entry)),
     };
-    match permits::wait(permits::limits(&state.admission.concurrency, global_cap(state), conn, model, who)).await {
-        Ok(permit) => Ok(Slots { permit, queue }),
-        Err(why) => Err(refused(state, call, conn, &Refusal::Permit(why))),
-    }
+    let limits = permits::limits(&state.admission.concurrency, global_cap(state), conn, model, who);
+    let permit = permits::wait(limits).await.map_err(Refusal::Permit)?;
+    Ok(Slots { permit, queue })
 }
 
 /// Whether every candidate is a protected connection whose queue is full:
@@ -142,7 +150,9 @@ impl Failure {
 /// as the reason) and its failure; the engine hears nothing.
 fn refused(state: &AppState, call: &Call<'_>, conn: &LiveConnection, why: &Refusal) -> Failure {
     let failure = Failure::local(conn, why);
-    log_refusal(state, conn, &failure, log_row(call.caller, call.target, state.clock.now_ms()));
+    let row =
+        AttemptRecord { wait_ms: call.caller.held.take(), ..log_row(call.caller, call.target, state.clock.now_ms()) };
+    log_refusal(state, conn, &failure, row);
     failure
 }
 

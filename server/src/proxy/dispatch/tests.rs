@@ -93,6 +93,7 @@ fn caller<'a>(state: &AppState, req: &'a ClientRequest) -> Caller<'a> {
         continuing: None,
         handoff: None,
         deadline: RequestDeadline::new(state.config.request_deadline),
+        held: Default::default(),
     }
 }
 
