@@ -115,6 +115,7 @@ async fn seeded_traffic(db: &sea_orm::DatabaseConnection, now: i64) -> anyhow::R
         latency_ms: r.latency_ms,
         ttfb_ms: r.ttfb_ms,
         stream: r.stream,
+        wait_ms: r.wait_ms,
         ..AttemptRecord::default()
     });
     traffic.add(records.collect::<Vec<_>>().iter().filter_map(AttemptRecord::sample));

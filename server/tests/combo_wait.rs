@@ -46,6 +46,30 @@ async fn a_combo_waits_out_a_short_rate_limit_cooldown_and_is_served() {
 }
 
 #[tokio::test]
+async fn health_counts_a_request_while_it_waits_for_a_cooldown() {
+    let (fake, gw) = start(3_000).await;
+    fake.push_rule(rate_limited_once());
+    let waiting = |report: &Value| report["waitingForCooldown"].as_u64().unwrap();
+    assert_eq!(waiting(&gw.get_json("/api/monitoring/health").await), 0);
+    let request = gw.http.post(format!("{}/v1/chat/completions", gw.url)).json(&chat_body("solo", false)).send();
+    // The health report is cached for a second: within the 3 s wait it shows the request.
+    let shown = async {
+        let deadline = Instant::now() + Duration::from_millis(2_500);
+        while waiting(&gw.get_json("/api/monitoring/health").await) != 1 {
+            assert!(Instant::now() < deadline, "the waiting request never showed on Health");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    let (answer, ()) = tokio::join!(request, shown);
+    assert_eq!(answer.unwrap().status(), 200);
+    assert_eq!(
+        gw.state.admission.waiting_for_cooldown.load(std::sync::atomic::Ordering::Relaxed),
+        0,
+        "counted until it ended"
+    );
+}
+
+#[tokio::test]
 async fn a_combo_skipped_before_any_attempt_waits_too() {
     let (fake, gw) = start(1_500).await;
     fake.push_rule(rate_limited_once());

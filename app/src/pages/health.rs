@@ -130,6 +130,12 @@ fn Report(r: HealthReport, tick: RwSignal<u64>, reset: ServerAction<ResetBreaker
         <section class="mb-6 bg-white p-4 rounded-md shadow-sm">
             <h2 class="font-semibold mb-2">"Queues"</h2>
             <QueueTable queues=r.queues />
+            <p class="text-sm mt-2 tabular-nums" data-testid="waiting-for-cooldown" data-waiting=r.waiting_for_cooldown>
+                {match r.waiting_for_cooldown {
+                    0 => "No request is waiting for a cooldown or a combo's short lock to end.".to_owned(),
+                    n => format!("{n} request(s) waiting now for a cooldown or a combo's short lock to end."),
+                }}
+            </p>
         </section>
         <section class="mb-6 bg-white p-4 rounded-md shadow-sm">
             <h2 class="font-semibold mb-2">"Session affinity"</h2>

@@ -91,6 +91,7 @@ fn delta(now: f64, before: f64, unit: &str, digits: usize) -> String {
 #[component]
 fn Tiles(now: TrafficPoint, before: TrafficPoint) -> impl IntoView {
     let p95 = |p: &TrafficPoint| f64::from(p.p95_ms.unwrap_or(0));
+    let wait = |p: &TrafficPoint| f64::from(p.wait_p95_ms.unwrap_or(0));
     let tiles = [
         (
             "Requests (last hour)",
@@ -107,9 +108,14 @@ fn Tiles(now: TrafficPoint, before: TrafficPoint) -> impl IntoView {
             now.p95_ms.map_or("–".to_owned(), |ms| format!("{ms} ms")),
             delta(p95(&now), p95(&before), " ms", 0),
         ),
+        (
+            "p95 gateway wait",
+            now.wait_p95_ms.map_or("–".to_owned(), |ms| format!("{ms} ms")),
+            delta(wait(&now), wait(&before), " ms", 0),
+        ),
     ];
     view! {
-        <ul class="grid grid-cols-1 sm:grid-cols-3 gap-3 mb-4" data-testid="traffic-tiles">
+        <ul class="grid grid-cols-1 sm:grid-cols-2 lg:grid-cols-4 gap-3 mb-4" data-testid="traffic-tiles" title="The gateway's wait is its own hold before an attempt: request queue, concurrency slot, cooldown and combo waits.">
             {tiles
                 .into_iter()
                 .map(|(label, value, change)| {

@@ -29,6 +29,10 @@ pub struct HealthReport {
     /// The local queues with a limit, by identity: concurrency gates
     /// (`qsconn:<connectionId>[:model:<model>]`, §R4).
     pub queues: BTreeMap<String, QueueInfo>,
+    /// Requests the gateway holds now until a cooldown or a combo's short
+    /// lock ends (SPEC §R2, §R4).
+    #[serde(default)]
+    pub waiting_for_cooldown: u32,
     pub session_affinity: SessionAffinityInfo,
     /// Active exclusive session leases (SPEC §R2.3), soonest to end first.
     pub session_leases: Vec<LeaseInfo>,

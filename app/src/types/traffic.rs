@@ -29,6 +29,10 @@ pub struct TrafficPoint {
     /// to the whole answer otherwise (estimated from a histogram).
     pub p50_ms: Option<u32>,
     pub p95_ms: Option<u32>,
+    /// The 95th percentile of the gateway's own hold before an attempt
+    /// (request queue, concurrency slot, cooldown and combo waits), ms.
+    #[serde(default)]
+    pub wait_p95_ms: Option<u32>,
 }
 
 impl TrafficPoint {

@@ -2,7 +2,7 @@
 //! (SPEC §R2; the decision is [`crate::resilience::cooldown_wait`]) is
 //! logged as 499 `client_disconnected`.
 
-use std::sync::Arc;
+use std::sync::{Arc, atomic::Ordering};
 use tokio::time::Instant;
 
 use crate::{state::AppState, store::AttemptRecord};
@@ -17,7 +17,9 @@ pub struct AbandonedWait<'a> {
 }
 
 impl<'a> AbandonedWait<'a> {
+    /// Counted on Health as waiting until it ends.
     pub fn arm(state: &'a Arc<AppState>, record: AttemptRecord, wait_ms: u64) -> Self {
+        state.admission.waiting_for_cooldown.fetch_add(1, Ordering::Relaxed);
         Self { state, record: Some(record), wait_ms, started: Instant::now() }
     }
 
@@ -28,6 +30,7 @@ impl<'a> AbandonedWait<'a> {
 
 impl Drop for AbandonedWait<'_> {
     fn drop(&mut self) {
+        self.state.admission.waiting_for_cooldown.fetch_sub(1, Ordering::Relaxed);
         let Some(mut r) = self.record.take() else { return };
         r.status = 499;
         r.latency_ms = i64::try_from(self.started.elapsed().as_millis()).unwrap_or(i64::MAX);

@@ -28,4 +28,6 @@ pub mod tool_limits;
 pub struct Admission {
     pub concurrency: concurrency::Concurrency,
     pub queues: request_queue::RequestQueues,
+    /// Requests waiting now for a cooldown or a combo's short lock to end.
+    pub waiting_for_cooldown: std::sync::atomic::AtomicU32,
 }

@@ -135,6 +135,7 @@ async fn build_health(state: &AppState) -> HealthReport {
         connection_health,
         lockouts: state.engine.lockouts().iter().map(|l| model_cooldown(l, now, &snapshot)).collect(),
         queues: queues(state, &snapshot),
+        waiting_for_cooldown: state.admission.waiting_for_cooldown.load(std::sync::atomic::Ordering::Relaxed),
         session_affinity: session_affinity(state, &snapshot),
         session_leases: session_leases(state, &snapshot),
     }

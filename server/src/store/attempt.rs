@@ -51,7 +51,10 @@ impl AttemptRecord {
     /// before any upstream call.
     pub fn sample(&self) -> Option<Sample<'_>> {
         let connection_id = self.connection_id.as_deref().filter(|_| !self.refused)?;
-        Some(Sample::new(&self.provider, connection_id, self.created_at, self.status, self.latency()))
+        Some(
+            Sample::new(&self.provider, connection_id, self.created_at, self.status, self.latency())
+                .waited(self.wait_ms),
+        )
     }
 
     /// The latency the charts show: a stream's time to its first byte.

@@ -1,6 +1,7 @@
 //! Traffic over time for Health's charts: per provider and connection,
 //! per minute of the last day, upstream attempts by outcome class and a
-//! latency histogram. The request log's writer feeds it the rows it
+//! latency histogram (and one of the gateway's own waits before each
+//! attempt). The request log's writer feeds it the rows it
 //! stores (in batches, off the request path), and it is seeded from
 //! `proxy_logs` once at start, so a page view reads memory and never
 //! scans the log. Refused requests (no upstream call) are not traffic:
@@ -32,31 +33,40 @@ struct Bucket {
     /// By [`StatusClass::ALL`]'s order.
     outcomes: [u32; 5],
     latency: [u32; BINS],
+    /// The gateway's own hold before each attempt (`waitMs`).
+    wait: [u32; BINS],
+}
+
+/// The bin of a duration.
+fn bin(ms: i64) -> usize {
+    let ms = u32::try_from(ms.max(0)).unwrap_or(u32::MAX);
+    BOUNDS_MS.iter().position(|b| ms <= *b).unwrap_or(BOUNDS_MS.len())
 }
 
 impl Bucket {
-    fn add(&mut self, status: i32, latency_ms: i64) {
-        if let Some(i) = StatusClass::ALL.iter().position(|c| c.contains(status)) {
+    fn add(&mut self, s: &Sample<'_>) {
+        if let Some(i) = StatusClass::ALL.iter().position(|c| c.contains(s.status)) {
             self.outcomes[i] += 1;
         }
-        let ms = u32::try_from(latency_ms.max(0)).unwrap_or(u32::MAX);
-        self.latency[BOUNDS_MS.iter().position(|b| ms <= *b).unwrap_or(BOUNDS_MS.len())] += 1;
+        self.latency[bin(s.latency_ms)] += 1;
+        self.wait[bin(s.wait_ms)] += 1;
     }
 
     fn merge(&mut self, other: &Bucket) {
         self.outcomes.iter_mut().zip(other.outcomes).for_each(|(a, b)| *a += b);
         self.latency.iter_mut().zip(other.latency).for_each(|(a, b)| *a += b);
+        self.wait.iter_mut().zip(other.wait).for_each(|(a, b)| *a += b);
     }
 
-    /// The `q` quantile, interpolated inside its bin.
-    fn quantile(&self, q: f64) -> Option<u32> {
-        let n: u32 = self.latency.iter().sum();
+    /// The `q` quantile of a histogram, interpolated inside its bin.
+    fn quantile(histogram: &[u32; BINS], q: f64) -> Option<u32> {
+        let n: u32 = histogram.iter().sum();
         if n == 0 {
             return None;
         }
         let rank = q * f64::from(n);
         let mut below = 0u32;
-        for (i, count) in self.latency.iter().enumerate().filter(|(_, c)| **c > 0) {
+        for (i, count) in histogram.iter().enumerate().filter(|(_, c)| **c > 0) {
             if f64::from(below + count) >= rank {
                 let low = if i == 0 { 0 } else { BOUNDS_MS[i - 1] };
                 let Some(high) = BOUNDS_MS.get(i) else { return Some(low) };
@@ -76,8 +86,9 @@ impl Bucket {
             rate_limited,
             server_errors,
             transport,
-            p50_ms: self.quantile(0.5),
-            p95_ms: self.quantile(0.95),
+            p50_ms: Self::quantile(&self.latency, 0.5),
+            p95_ms: Self::quantile(&self.latency, 0.95),
+            wait_p95_ms: Self::quantile(&self.wait, 0.95),
         }
     }
 }
@@ -93,11 +104,17 @@ pub struct Sample<'a> {
     at: i64,
     status: i32,
     latency_ms: i64,
+    wait_ms: i64,
 }
 
 impl<'a> Sample<'a> {
     pub fn new(provider: &'a str, connection_id: &'a str, at: i64, status: i32, latency_ms: i64) -> Self {
-        Self { provider, connection_id, at, status, latency_ms }
+        Self { provider, connection_id, at, status, latency_ms, wait_ms: 0 }
+    }
+
+    /// The gateway held the request `wait_ms` before the attempt.
+    pub fn waited(self, wait_ms: i64) -> Self {
+        Self { wait_ms, ..self }
     }
 }
 
@@ -114,7 +131,7 @@ impl Traffic {
         for s in samples {
             let provider = series.entry(s.provider.to_owned()).or_default();
             let minutes = provider.entry(s.connection_id.to_owned()).or_default();
-            minutes.entry(s.at.div_euclid(MINUTE_MS)).or_default().add(s.status, s.latency_ms);
+            minutes.entry(s.at.div_euclid(MINUTE_MS)).or_default().add(&s);
         }
     }
 

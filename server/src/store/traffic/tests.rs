@@ -90,3 +90,14 @@ fn prune_forgets_what_is_older_than_a_day() {
     t.prune(NOW);
     assert_eq!(t.series.lock().keys().collect::<Vec<_>>(), ["new"]);
 }
+
+#[test]
+fn the_gateways_own_wait_has_its_percentile() {
+    let t = Traffic::default();
+    let waited = |ms| AttemptRecord { wait_ms: ms, ..row("p", "a", NOW, 200, 10) };
+    add(&t, &(0..19).map(|_| waited(0)).chain([waited(3_000), waited(3_000)]).collect::<Vec<_>>());
+    let last_hour = report(&t, "1h").last_hour;
+    // Two of 21 attempts were held 3 s: the p95 falls in the 2–3 s bin.
+    assert!((2_000..=3_000).contains(&last_hour.wait_p95_ms.unwrap()), "{last_hour:?}");
+    assert_eq!(last_hour.p95_ms, Some(10), "the latency stays the attempt's own");
+}
