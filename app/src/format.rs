@@ -1,6 +1,12 @@
 //! Formatting shared by server render and browser hydration: it must give
 //! the same text on both sides, so it uses no clock and no locale.
 
+/// `2026-11-30` from days since 1970-01-01 (UTC).
+pub fn day(days: i64) -> String {
+    let (y, m, d) = civil_from_days(days);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
 /// `2026-11-30 10:37:05` (UTC) from epoch milliseconds.
 pub fn timestamp(ms: i64) -> String {
     let secs = ms.div_euclid(1000);

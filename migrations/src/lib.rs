@@ -15,6 +15,7 @@ mod m0006_discovered_models;
 mod m0007_log_trail;
 mod m0008_plan_usage;
 mod m0009_wait_ms;
+mod m0010_log_key;
 
 /// Every migration, oldest first.
 pub struct Migrator;
@@ -32,6 +33,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0007_log_trail::Migration),
             Box::new(m0008_plan_usage::Migration),
             Box::new(m0009_wait_ms::Migration),
+            Box::new(m0010_log_key::Migration),
         ]
     }
 }

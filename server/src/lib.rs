@@ -88,7 +88,6 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
         resilience,
         clock,
         health_cache: parking_lot::Mutex::new(None),
-        quota_fetches: Default::default(),
         started_at: Instant::now(),
         clients: listener::Clients::new(config.client, config.trust_proxy, config.shutdown_grace),
         upstream: Arc::new(executor),

@@ -36,8 +36,6 @@ pub struct AppState {
     pub clients: Clients,
     /// The last `GET /api/monitoring/health` report and when it was built.
     pub health_cache: parking_lot::Mutex<Option<(Instant, app::types::monitoring::HealthReport)>>,
-    /// When each subscription's usage endpoint was last read.
-    pub quota_fetches: crate::services::quotas::Fetches,
     pub started_at: Instant,
 }
 

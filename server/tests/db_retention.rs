@@ -25,6 +25,7 @@ fn row(i: i64) -> proxy_log::ActiveModel {
         egress_ip: Set(None),
         refused: Set(false),
         wait_ms: Set(0),
+        key_id: Set(None),
     }
 }
 

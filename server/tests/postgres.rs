@@ -36,6 +36,12 @@ async fn the_gateway_runs_on_postgres() {
     assert_eq!(resp.headers()["x-omniroute-selected-connection-id"], b.as_str());
     let logs = gw.logs().await;
     assert_eq!(logs.len(), 2);
+    // Usage's grouped query is the same SQL on Postgres.
+    for group_by in ["key", "model", "connection", "day"] {
+        let usage: Value = gw.get_json(&format!("/api/usage?groupBy={group_by}")).await;
+        let requests: i64 = usage["groups"].as_array().unwrap().iter().map(|g| g["requests"].as_i64().unwrap()).sum();
+        assert_eq!(requests, if group_by == "connection" { 2 } else { 1 }, "{group_by}: {usage}");
+    }
     assert_eq!(logs[1]["connectionId"], a.as_str());
     assert!(
         logs[0]["id"].as_str().unwrap().parse::<i64>().unwrap()

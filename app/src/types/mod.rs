@@ -14,6 +14,7 @@ pub mod rate_limits;
 pub mod settings;
 pub mod subscription;
 pub mod traffic;
+pub mod usage;
 pub mod validation;
 
 pub use api_key::*;

@@ -1,7 +1,11 @@
 //! `GET /api/logs?limit&provider&status&since&requestId` (newest first;
-//! one request's attempt trail oldest first).
+//! one request's attempt trail oldest first) and `GET /api/usage`, what
+//! the log adds up to.
 
-use app::types::{FieldError, LogList};
+use app::types::{
+    FieldError, LogList,
+    usage::{UsageGroupBy, UsageReport},
+};
 use axum::{
     Json,
     extract::{Query, State},
@@ -12,7 +16,10 @@ use std::sync::Arc;
 use super::error::ApiError;
 use crate::{
     db::logs::LogFilter,
-    services::logs::{self, DEFAULT_LIMIT, MAX_LIMIT},
+    services::{
+        self,
+        logs::{self, DEFAULT_LIMIT, MAX_LIMIT},
+    },
     state::AppState,
 };
 
@@ -47,4 +54,34 @@ pub async fn list(
         ..Default::default()
     };
     Ok(Json(logs::list(&state, filter).await?))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UsageQuery {
+    /// Epoch ms (default: a day before `until`).
+    since: Option<i64>,
+    /// Epoch ms, excluded (default: now).
+    until: Option<i64>,
+    #[serde(rename = "groupBy")]
+    group_by: Option<String>,
+}
+
+/// `GET /api/usage?since&until&groupBy=key|model|connection|day`.
+pub async fn usage(
+    State(state): State<Arc<AppState>>,
+    q: Result<Query<UsageQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<UsageReport>, ApiError> {
+    let Query(q) = q.map_err(|e| ApiError::Invalid(vec![FieldError::new("query", e.body_text())]))?;
+    let by = match q.group_by.as_deref().unwrap_or("model") {
+        "key" => UsageGroupBy::Key,
+        "model" => UsageGroupBy::Model,
+        "connection" => UsageGroupBy::Connection,
+        "day" => UsageGroupBy::Day,
+        other => {
+            let why = format!("is {other:?}; use key, model, connection or day");
+            return Err(ApiError::Invalid(vec![FieldError::new("groupBy", why)]));
+        }
+    };
+    Ok(Json(services::usage::report(&state, q.since, q.until, by).await?))
 }

@@ -43,6 +43,7 @@ pub fn router(state: &Arc<AppState>) -> Router<Arc<AppState>> {
         .route("/api/keys", get(keys::list).post(keys::create))
         .route("/api/keys/{id}", delete(keys::revoke))
         .route("/api/logs", get(logs::list))
+        .route("/api/usage", get(logs::usage))
         .route("/api/resilience", get(resilience::get).patch(resilience::patch))
         .route("/api/resilience/env", get(resilience::env))
         .route("/api/rate-limits", get(resilience::rate_limits).post(resilience::set_rate_limit))

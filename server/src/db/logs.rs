@@ -2,7 +2,7 @@
 //! filtered reads for the API, and count-bounded retention.
 
 use super::entities::proxy_log;
-use app::types::StatusClass;
+use app::types::{StatusClass, usage::UsageGroupBy};
 use sea_orm::{
     ColumnTrait, DatabaseConnection, DbErr, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
     TransactionTrait,
@@ -161,4 +161,49 @@ pub async fn prune(db: &DatabaseConnection, keep: u64) -> Result<u64, DbErr> {
     let Some(cutoff) = cutoff else { return Ok(0) };
     let res = proxy_log::Entity::delete_many().filter(proxy_log::Column::Id.lte(cutoff)).exec(db).await?;
     Ok(res.rows_affected)
+}
+
+/// A usage group's SQL (the same on SQLite and Postgres), as text: the
+/// key id, `provider/model`, the connection id, or UTC days since 1970.
+fn group_expr(by: UsageGroupBy) -> &'static str {
+    match by {
+        UsageGroupBy::Key => "key_id",
+        UsageGroupBy::Model => "provider || '/' || model",
+        UsageGroupBy::Connection => "connection_id",
+        UsageGroupBy::Day => "CAST(created_at / 86400000 AS TEXT)",
+    }
+}
+
+/// One group's requests (distinct request ids) and tokens.
+#[derive(Debug, Clone, PartialEq, sea_orm::FromQueryResult)]
+pub struct UsageGroup {
+    pub grouped: Option<String>,
+    pub requests: i64,
+    pub input_tokens: Option<i64>,
+    pub output_tokens: Option<i64>,
+    pub cached_tokens: Option<i64>,
+}
+
+/// Requests and tokens of the rows in `[since, until)`, grouped, the
+/// most requests first.
+pub async fn usage(
+    db: &DatabaseConnection,
+    (since, until): (i64, i64),
+    by: UsageGroupBy,
+) -> Result<Vec<UsageGroup>, DbErr> {
+    let sum = |column: &str| Expr::cust(format!("CAST(SUM({column}) AS BIGINT)"));
+    proxy_log::Entity::find()
+        .select_only()
+        .expr_as(Expr::cust(group_expr(by)), "grouped")
+        .expr_as(Expr::cust("COUNT(DISTINCT request_id)"), "requests")
+        .expr_as(sum("prompt_tokens"), "input_tokens")
+        .expr_as(sum("completion_tokens"), "output_tokens")
+        .expr_as(sum("cached_tokens"), "cached_tokens")
+        .filter(proxy_log::Column::CreatedAt.gte(since))
+        .filter(proxy_log::Column::CreatedAt.lt(until))
+        .group_by(Expr::cust(group_expr(by)))
+        .order_by_desc(Expr::cust("requests"))
+        .into_model::<UsageGroup>()
+        .all(db)
+        .await
 }

@@ -17,6 +17,7 @@ pub mod resilience;
 pub mod sign_in;
 pub mod status;
 pub mod traffic;
+pub mod usage;
 
 use app::types::FieldError;
 

@@ -14,7 +14,6 @@ use std::{
 };
 
 use app::types::subscription::{ConnectionQuota, QuotaList, QuotaWindow};
-use dashmap::DashMap;
 
 use crate::{
     db,
@@ -35,12 +34,6 @@ const TICK: Duration = Duration::from_secs(60);
 const MAX_USAGE_BODY: usize = 256 * 1024;
 /// The longest one usage read may take.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// When each account's usage endpoint was last read, and why it failed.
-#[derive(Default)]
-pub struct Fetches {
-    last: DashMap<String, (i64, Option<String>)>,
-}
 
 /// Reads `conn`'s usage endpoint: its plan windows, now recorded.
 pub async fn fetch(state: &AppState, conn: &Arc<LiveConnection>) -> Result<PlanReport, String> {
@@ -80,7 +73,7 @@ pub async fn refresh(state: &AppState, force: bool) {
         .snapshot()
         .all()
         .filter(|c| c.provider.wire.usage_path().is_some() && c.oauth)
-        .filter(|c| force || state.quota_fetches.last.get(&c.id).is_none_or(|f| now - f.0 >= FETCH_EVERY_MS))
+        .filter(|c| force || state.routing.quotas.last_read(&c.id).is_none_or(|(at, _)| now - at >= FETCH_EVERY_MS))
         .cloned()
         .collect();
     futures_util::future::join_all(due.iter().map(|conn| async move {
@@ -91,7 +84,7 @@ pub async fn refresh(state: &AppState, force: bool) {
         if let Some(e) = &error {
             tracing::info!(connection_id = %conn.id, provider = conn.provider.id, error = %e, "plan usage not read");
         }
-        state.quota_fetches.last.insert(conn.id.clone(), (state.clock.now_ms(), error));
+        state.routing.quotas.note_read(&conn.id, state.clock.now_ms(), error);
     }))
     .await;
 }
@@ -166,6 +159,6 @@ fn view(state: &AppState, conn: &LiveConnection, report: Option<PlanReport>) -> 
         windows,
         source: report.as_ref().map(|r| r.source.as_str().to_owned()),
         fetched_at: report.as_ref().map(|r| r.fetched_at_ms),
-        error: state.quota_fetches.last.get(&conn.id).and_then(|f| f.1.clone()),
+        error: state.routing.quotas.last_read(&conn.id).and_then(|(_, error)| error),
     }
 }

@@ -33,6 +33,8 @@ pub struct AttemptRecord {
     /// attempt (or its refusal): request queue, concurrency slot,
     /// cooldown and combo waits.
     pub wait_ms: i64,
+    /// The client key the request came with.
+    pub key_id: Option<String>,
 }
 
 impl AttemptRecord {
@@ -84,6 +86,7 @@ impl AttemptRecord {
             egress_ip: self.egress_ip,
             refused: self.refused,
             wait_ms: self.wait_ms,
+            key_id: self.key_id,
         });
         row.id = NotSet;
         row

@@ -27,6 +27,9 @@ pub struct Model {
     /// How long the gateway itself held the request before this row's
     /// attempt (queue, concurrency slot, cooldown and combo waits).
     pub wait_ms: i64,
+    /// The client key the request came with (`None`: no key, or refused
+    /// before its key was read).
+    pub key_id: Option<String>,
 }
 
 impl ActiveModelBehavior for ActiveModel {}

@@ -227,5 +227,6 @@ pub(super) fn log_row(caller: &Caller<'_>, target: &Target, now: i64) -> Attempt
 
 /// The log row of `caller`'s request, before a target is known.
 pub(super) fn caller_row(caller: &Caller<'_>, now: i64) -> AttemptRecord {
-    crate::store::AttemptRecord::request(caller.request_id, caller.endpoint, caller.stream, now)
+    let row = crate::store::AttemptRecord::request(caller.request_id, caller.endpoint, caller.stream, now);
+    AttemptRecord { key_id: caller.key.map(|k| k.id.clone()), ..row }
 }

@@ -132,6 +132,9 @@ pub struct Quotas {
     plans: DashMap<String, PlanReport>,
     /// Connections whose plan report changed since it was last stored.
     unstored: DashMap<String, ()>,
+    /// When each account's usage endpoint was last read, and why that
+    /// read failed, if it did.
+    reads: DashMap<String, (i64, Option<String>)>,
 }
 
 impl QuotaSource for Quotas {
@@ -192,12 +195,24 @@ impl Quotas {
         self.plans.get(connection).map(|p| p.clone())
     }
 
+    /// Notes a read of `connection`'s usage endpoint at `at_ms`.
+    pub fn note_read(&self, connection: &str, at_ms: i64, error: Option<String>) {
+        self.reads.insert(connection.to_owned(), (at_ms, error));
+    }
+
+    /// When `connection`'s usage endpoint was last read, and why that read
+    /// failed, if it did.
+    pub fn last_read(&self, connection: &str) -> Option<(i64, Option<String>)> {
+        self.reads.get(connection).map(|r| r.clone())
+    }
+
     /// Forgets what was reported of `connection` (deleted, or given new
     /// credentials).
     pub fn forget(&self, connection: &str) {
         self.reported.retain(|(c, _), _| c != connection);
         self.plans.remove(connection);
         self.unstored.remove(connection);
+        self.reads.remove(connection);
     }
 }
 
