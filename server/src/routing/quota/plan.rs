@@ -61,24 +61,54 @@ fn window_name(minutes: i64) -> String {
     }
 }
 
+/// Claude's windows: name, utilization (0–1) and reset (epoch s) headers.
+const CLAUDE_WINDOWS: [(&str, &str, &str); 2] = [
+    ("5h", "anthropic-ratelimit-unified-5h-utilization", "anthropic-ratelimit-unified-5h-reset"),
+    ("7d", "anthropic-ratelimit-unified-7d-utilization", "anthropic-ratelimit-unified-7d-reset"),
+];
+
+/// Codex's windows: used percent, window minutes, reset (epoch s) and
+/// reset-after (s) headers.
+const CODEX_WINDOWS: [[&str; 4]; 2] = [
+    [
+        "x-codex-primary-used-percent",
+        "x-codex-primary-window-minutes",
+        "x-codex-primary-reset-at",
+        "x-codex-primary-reset-after-seconds",
+    ],
+    [
+        "x-codex-secondary-used-percent",
+        "x-codex-secondary-window-minutes",
+        "x-codex-secondary-reset-at",
+        "x-codex-secondary-reset-after-seconds",
+    ],
+];
+
 /// The plan windows an answer's headers state (Claude's or Codex's);
-/// `None` when they state none.
+/// `None` when they state none. An answer without such headers costs one
+/// look at its header names, and nothing is allocated.
 pub fn from_headers(headers: &HeaderMap, now_ms: i64) -> Option<PlanReport> {
+    let stated = |name: &http::HeaderName| {
+        let name = name.as_str();
+        name.starts_with("anthropic-ratelimit-unified-") || name.starts_with("x-codex-")
+    };
+    if !headers.keys().any(stated) {
+        return None;
+    }
     let text = |name: &str| headers.get(name)?.to_str().ok().map(str::trim);
     let number = |name: &str| text(name)?.parse::<f64>().ok();
     let mut windows = Vec::new();
-    for (window, prefix) in [("5h", "anthropic-ratelimit-unified-5h"), ("7d", "anthropic-ratelimit-unified-7d")] {
-        if let Some(used) = number(&format!("{prefix}-utilization")) {
-            let reset_at_ms = number(&format!("{prefix}-reset")).map(|s| (s * 1000.0) as i64);
+    for (window, utilization, reset) in CLAUDE_WINDOWS {
+        if let Some(used) = number(utilization) {
+            let reset_at_ms = number(reset).map(|s| (s * 1000.0) as i64);
             windows.push(PlanWindow { window: window.into(), used: used.clamp(0.0, 1.0), reset_at_ms });
         }
     }
-    for side in ["primary", "secondary"] {
-        let field = |name: &str| number(&format!("x-codex-{side}-{name}"));
-        let (Some(percent), Some(minutes)) = (field("used-percent"), field("window-minutes")) else { continue };
-        let reset_at_ms = field("reset-at")
+    for [percent, minutes, reset_at, reset_after] in CODEX_WINDOWS {
+        let (Some(percent), Some(minutes)) = (number(percent), number(minutes)) else { continue };
+        let reset_at_ms = number(reset_at)
             .map(|s| (s * 1000.0) as i64)
-            .or_else(|| field("reset-after-seconds").map(|s| now_ms + (s * 1000.0) as i64));
+            .or_else(|| number(reset_after).map(|s| now_ms + (s * 1000.0) as i64));
         let used = (percent / 100.0).clamp(0.0, 1.0);
         windows.push(PlanWindow { window: window_name(minutes as i64), used, reset_at_ms });
     }
