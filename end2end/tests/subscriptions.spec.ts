@@ -124,3 +124,25 @@ test('a subscription row shows its plan windows as bars with their renewal', asy
   await expect(row.getByRole('img', { name: /^5h window: 12 % used/ })).toBeVisible();
   await expect(row.getByTestId('quota')).toContainText('as of');
 });
+
+test("a subscription row is edited with a new access token and its refresh token together", async ({ page }) => {
+  await login(page);
+  const created = await page.request.post('/api/providers', {
+    data: { provider: 'claude', name: 'e2e-claude-edit', authType: 'oauth', accessToken: 'sk-ant-oat01-e2e-first-1111', refreshToken: 'sk-ant-ort01-e2e-first', baseUrl: FAKE },
+  });
+  expect(created.status(), await created.text()).toBe(201);
+  await page.goto('/providers');
+  await hydrated(page);
+  const row = page.locator('tr', { hasText: 'e2e-claude-edit' });
+  await row.getByLabel('Edit e2e-claude-edit').click();
+  const edit = row.getByTestId('edit');
+  await expect(edit.getByLabel('New API key')).toHaveCount(0);
+  // A refresh token alone is refused: it belongs to the access token it came with.
+  await edit.getByLabel('Its refresh token').fill('sk-ant-ort01-e2e-second');
+  await edit.getByRole('button', { name: 'Save' }).click();
+  await expect(page.getByRole('alert')).toContainText('accessToken');
+  await edit.getByLabel('New access token').fill('sk-ant-oat01-e2e-second-2222');
+  await edit.getByLabel('Its refresh token').fill('sk-ant-ort01-e2e-second');
+  await edit.getByRole('button', { name: 'Save' }).click();
+  await expect(row).toContainText('…2222');
+});

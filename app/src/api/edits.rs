@@ -19,6 +19,7 @@ pub async fn edit_connection(
     id: String,
     name: Option<String>,
     api_key: Option<String>,
+    refresh_token: Option<String>,
     base_url: Option<String>,
     priority: Option<String>,
     max_concurrent: Option<String>,
@@ -29,9 +30,14 @@ pub async fn edit_connection(
     let fail = |e| ssr::fail("/providers", e);
     let invalid = |e: types::FieldError| fail(BackendError::Invalid(vec![e]));
     let backend = ssr::backend()?;
+    // A subscription's access token goes with its refresh token.
+    let refresh_token = given(refresh_token);
+    let (api_key, access_token) = if refresh_token.is_some() { (None, given(api_key)) } else { (given(api_key), None) };
     let mut input = types::UpdateConnection {
         name: given(name),
-        api_key: given(api_key),
+        api_key,
+        access_token,
+        refresh_token,
         base_url: given(base_url).map(Some),
         priority: given(priority).and_then(|p| p.parse::<i32>().ok()),
         ..Default::default()

@@ -17,7 +17,7 @@ use crate::{
         REFRESH_TICKS, StatusBadge, reset_on_success, use_ticker,
     },
     types::{
-        CatalogEntry, ConnectionList, ConnectionView, RateLimitOverrides, format_model_concurrency,
+        AuthType, CatalogEntry, ConnectionList, ConnectionView, RateLimitOverrides, format_model_concurrency,
         monitoring::QueueInfo,
         parse_model_concurrency,
         rate_limits::{RateLimitStatus, protection_mode},
@@ -430,10 +430,28 @@ fn ConnectionRow(c: ConnectionView, actions: RowActions, live: Live, badges: Bad
                             "Name"
                             <input name="name" value=c.name.clone() class=INPUT />
                         </label>
-                        <label class="flex flex-col text-xs">
-                            "New API key"
-                            <input name="api_key" type="password" autocomplete="off" placeholder="keep the current one" class=INPUT />
-                        </label>
+                        {if c.auth_type == AuthType::Oauth {
+                            // A subscription's new tokens replace its whole token set: both go together.
+                            view! {
+                                <label class="flex flex-col text-xs">
+                                    "New access token"
+                                    <input name="api_key" type="password" autocomplete="off" placeholder="keep the current tokens" class=INPUT />
+                                </label>
+                                <label class="flex flex-col text-xs">
+                                    "Its refresh token"
+                                    <input name="refresh_token" type="password" autocomplete="off" placeholder="renews the access token" class=INPUT />
+                                </label>
+                            }
+                                .into_any()
+                        } else {
+                            view! {
+                                <label class="flex flex-col text-xs">
+                                    "New API key"
+                                    <input name="api_key" type="password" autocomplete="off" placeholder="keep the current one" class=INPUT />
+                                </label>
+                            }
+                                .into_any()
+                        }}
                         <label class="flex flex-col text-xs">
                             "Base URL"
                             <input name="base_url" value=c.base_url.clone().unwrap_or_default() placeholder="the provider's default" class=INPUT />
