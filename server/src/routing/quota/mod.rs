@@ -216,17 +216,20 @@ impl Quotas {
     }
 }
 
+/// A header map of `pairs`, for the tests of the header readers.
+#[cfg(test)]
+fn test_headers(pairs: &[(&str, &str)]) -> HeaderMap {
+    let mut h = HeaderMap::new();
+    for (k, v) in pairs {
+        let name = http::HeaderName::from_bytes(k.as_bytes()).unwrap_or_else(|_| panic!("{k}"));
+        h.insert(name, v.parse().unwrap_or_else(|_| panic!("{v}")));
+    }
+    h
+}
+
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (k, v) in pairs {
-            h.insert(http::HeaderName::from_bytes(k.as_bytes()).unwrap(), v.parse().unwrap());
-        }
-        h
-    }
+    use super::{test_headers as headers, *};
 
     #[test]
     fn a_quota_is_read_at_an_instant_and_a_passed_reset_is_fresh() {

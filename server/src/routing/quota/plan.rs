@@ -169,19 +169,8 @@ pub fn from_codex_usage(body: &Value, now_ms: i64) -> Option<PlanReport> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{super::test_headers as headers, *};
     use serde_json::json;
-
-    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (k, v) in pairs {
-            h.insert(
-                http::HeaderName::from_bytes(k.as_bytes()).unwrap_or_else(|_| panic!("{k}")),
-                v.parse().unwrap_or_else(|_| panic!("{v}")),
-            );
-        }
-        h
-    }
 
     fn w(window: &str, used: f64, reset_at_ms: Option<i64>) -> PlanWindow {
         PlanWindow { window: window.into(), used, reset_at_ms }

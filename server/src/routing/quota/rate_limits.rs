@@ -63,15 +63,7 @@ pub fn windows(headers: &HeaderMap, now_ms: i64) -> Vec<Window> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (k, v) in pairs {
-            h.insert(http::HeaderName::from_bytes(k.as_bytes()).unwrap(), v.parse().unwrap());
-        }
-        h
-    }
+    use super::{super::test_headers as headers, *};
 
     #[test]
     fn openai_and_anthropic_headers_give_their_windows() {
