@@ -30,7 +30,7 @@ async fn crud_round_trip_never_returns_the_credential() {
     let resp = gw
         .api(Method::POST, "/api/providers")
         .json(&json!({"provider": "openai", "name": "main", "apiKey": SECRET, "priority": 2, "maxConcurrent": 3,
-                      "rateLimitOverrides": {"modelConcurrency": {"gpt-5": 1}}, "providerSpecificData": {"tier": "pro"}}))
+                      "rateLimitOverrides": {"modelConcurrency": {"gpt-5": 1}}, "providerSpecificData": {"disableCooling": true}}))
         .send()
         .await
         .unwrap();
@@ -42,6 +42,7 @@ async fn crud_round_trip_never_returns_the_credential() {
     assert_eq!(c["apiKeyMasked"], "…9876");
     assert_eq!(c["status"], "active");
     assert_eq!(c["rateLimitOverrides"]["modelConcurrency"]["gpt-5"], 1);
+    assert_eq!(c["disableCooling"], true, "the original's providerSpecificData.disableCooling is read");
     let id = c["id"].as_str().unwrap();
 
     for path in [format!("/api/providers/{id}"), "/api/providers".into(), "/api/providers?provider=openai".into()] {
@@ -93,6 +94,19 @@ async fn bad_input_is_a_field_level_400_and_changes_nothing() {
         (json!({"provider": "openai", "name": "x", "baseUrl": "http://h.example:99999/v1"}), "baseUrl"),
         (json!({"provider": "openai-compatible", "name": "x"}), "baseUrl"),
         (json!({"provider": "openai", "name": "x", "maxConcurrent": 0}), "maxConcurrent"),
+        (json!({"provider": "openai", "name": "x", "rateLimitOverrides": {"tpm": 90000}}), "rateLimitOverrides.tpm"),
+        (
+            json!({"provider": "openai", "name": "x", "providerSpecificData": {"tier": "pro"}}),
+            "providerSpecificData.tier",
+        ),
+        (
+            json!({"provider": "openai", "name": "x", "disableCooling": false, "providerSpecificData": {"disableCooling": true}}),
+            "providerSpecificData.disableCooling",
+        ),
+        (
+            json!({"provider": "openai", "name": "x", "providerSpecificData": {"rateLimitOverrides": {"rpm": 0}}}),
+            "rateLimitOverrides.rpm",
+        ),
     ];
     for (body, field) in cases {
         let resp = gw.api(Method::POST, "/api/providers").json(&body).send().await.unwrap();
@@ -117,6 +131,10 @@ async fn bad_input_is_a_field_level_400_and_changes_nothing() {
         (json!({"name": "new", "provider": "groq"}), "provider"),
         (json!({"name": "new", "baseUrl": "https://ex ample.invalid/v1"}), "baseUrl"),
         (json!({"name": "new", "baseUrl": "https://münchen.example/v1"}), "baseUrl"),
+        (
+            json!({"name": "new", "providerSpecificData": {"passthroughModels": true}}),
+            "providerSpecificData.passthroughModels",
+        ),
     ];
     for (body, field) in bad_puts {
         let resp = gw.api(Method::PUT, &format!("/api/providers/{id}")).json(&body).send().await.unwrap();

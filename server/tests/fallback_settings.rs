@@ -102,3 +102,21 @@ async fn the_environment_sets_the_emergency_fallback_and_a_saved_value_overrides
     assert_eq!(send(&gw, "openai/gpt-4o-mini").await.status(), 503);
     assert_eq!(chat_keys(&fake), ["sk-o", "sk-d", "sk-o"]);
 }
+
+#[tokio::test]
+async fn the_flag_true_uses_the_saved_target_and_stops_the_start_when_none_is_saved() {
+    let flag = || read_env(|k| (k == "OMNIROUTE_EMERGENCY_FALLBACK").then(|| "true".to_owned())).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = server::config::Config::for_data_dir(dir.path().to_path_buf());
+    config.resilience_env = flag();
+    let refused = server::build_state(config).await.err().expect("nothing saved: the start must fail");
+    let message = format!("{refused:#}");
+    assert!(message.contains("OMNIROUTE_EMERGENCY_FALLBACK=true") && message.contains("none is saved"), "{message}");
+
+    // Saved from the dashboard, then a restart with the flag: that target is on.
+    let gw = Gateway::start_in(dir).await;
+    assert_eq!(patch(&gw, json!({"emergencyFallback": "deepseek/deepseek-chat"})).await.0, 200);
+    let gw = Gateway::start_configured(gw.stop().await, |c| c.resilience_env = flag()).await;
+    assert_eq!(gw.get_json("/api/resilience").await["emergencyFallback"], "deepseek/deepseek-chat");
+    gw.stop().await;
+}

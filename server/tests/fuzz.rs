@@ -279,7 +279,6 @@ proptest! {
         let profile = ConnectionCooldownProfile {
             base_cooldown_ms: base,
             use_upstream_retry_hints: true,
-            use_upstream429_breaker_hints: None,
             max_backoff_steps: steps,
         };
         let f = Failure { status, headers: &headers, body: &body, backoff_level: level, profile: &profile, max_cooldown_ms: 3_600_000, rule: None, now_ms: 1_767_225_600_000 };

@@ -177,6 +177,36 @@ async fn an_operator_rule_for_status_400_fails_over_and_cools() {
 }
 
 #[tokio::test]
+async fn an_operator_rule_with_provider_scope_cools_every_connection_of_the_provider() {
+    let (fake, gw, clock) = start().await;
+    let a = gw.add_connection("openai", "a", "sk-a", &v1(&fake), 0).await;
+    let b = gw.add_connection("openai", "b", "sk-b", &v1(&fake), 1).await;
+    let other = gw.add_connection("groq", "g", "sk-g", &v1(&fake), 0).await;
+    let org_wide = json!({"provider": "openai", "status": 429, "match": "organization limit", "scope": "provider", "reason": "quota_exhausted", "cooldownMs": 60_000});
+    patch(&gw, json!({"providerErrorRules": [org_wide]})).await;
+    fake.push_rule(Rule {
+        times: Some(1),
+        ..rule("sk-a", 429, json!({"error": {"message": "You hit your organization limit"}}))
+    });
+
+    let resp = gw.chat(chat_body("openai/gpt-4o-mini", false), None).await;
+    assert_eq!(resp.status(), 429, "b shares the organization's limit: not tried");
+    assert_eq!(calls_with(&fake, "sk-b"), 0);
+    let now = gw.state.engine.now();
+    let (ha, hb) = (gw.state.engine.health(&a), gw.state.engine.health(&b));
+    assert_eq!(ha.remaining_ms(now), 60_000);
+    assert_eq!(hb.rate_limited_until, ha.rate_limited_until, "the sibling cools as long as the failing one");
+    assert_eq!((hb.backoff_level, hb.error_code.as_deref()), (0, Some("429")));
+    assert!(hb.last_error.as_deref().is_some_and(|e| e.contains("provider-wide rule")), "{hb:?}");
+    assert_eq!(gw.state.engine.health(&other), Default::default(), "another provider is left alone");
+
+    clock.advance(60_000);
+    let resp = gw.chat(new_conversation("openai/gpt-4o-mini", "Later"), None).await;
+    assert_eq!(resp.status(), 200, "served once the cooldown ends");
+    gw.stop().await;
+}
+
+#[tokio::test]
 async fn a_misstated_agentrouter_quota_error_is_restated_and_routed_around() {
     let (fake, gw, _clock) = start().await;
     let a = gw.add_connection("agentrouter", "a", "sk-a", &v1(&fake), 0).await;

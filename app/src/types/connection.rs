@@ -50,6 +50,8 @@ pub struct RateLimitOverrides {
     pub execution_max_wait_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rpm: Option<u32>,
+    /// Accepted only to be refused by name: nothing here counts tokens
+    /// before a request goes out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tpm: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -71,6 +73,13 @@ impl RateLimitOverrides {
         }
         if self.rpm == Some(0) {
             errors.push("rateLimitOverrides.rpm", "must be at least 1");
+        }
+        if self.tpm.is_some() {
+            errors.push(
+                "rateLimitOverrides.tpm",
+                "is not enforced by this gateway (it does not count tokens before a request goes out); \
+                 limit the connection with rpm, minTimeBetweenRequestsMs or maxConcurrent",
+            );
         }
     }
 }
@@ -157,6 +166,18 @@ pub const MAX_PRIORITY: i64 = 100_000;
 pub const MAX_CREDENTIAL_LEN: usize = 16 * 1024;
 
 impl CreateConnection {
+    /// The body with `providerSpecificData` read into the connection's own
+    /// fields (see [`PROVIDER_SPECIFIC_KEYS`]).
+    pub fn unfolded(mut self) -> Result<Self, Vec<FieldError>> {
+        if let Some(data) = &self.provider_specific_data {
+            let given = self.rate_limit_overrides.is_some();
+            if let Some(o) = unfold_specific_data(data, &mut self.disable_cooling, given)? {
+                self.rate_limit_overrides = Some(o);
+            }
+        }
+        Ok(self)
+    }
+
     /// Field checks that need no catalog; the server adds the provider check.
     pub fn validate(&self) -> Result<(), Vec<FieldError>> {
         let mut e = Errors::default();
@@ -178,6 +199,50 @@ impl CreateConnection {
         );
         e.into_result()
     }
+}
+
+/// The `providerSpecificData` keys read here: the original kept a
+/// connection's cooling switch and limits in that object, so a body
+/// written for it keeps working. Any other key is refused by name.
+const PROVIDER_SPECIFIC_KEYS: [&str; 2] = ["disableCooling", "rateLimitOverrides"];
+
+/// `providerSpecificData` taken apart into the connection's own fields
+/// (`disableCooling`, `rateLimitOverrides`); a key given both ways, of the
+/// wrong type, or read by nothing here is refused by name.
+fn unfold_specific_data(
+    data: &serde_json::Map<String, serde_json::Value>,
+    disable_cooling: &mut Option<bool>,
+    overrides_given: bool,
+) -> Result<Option<RateLimitOverrides>, Vec<FieldError>> {
+    let mut e = Errors::default();
+    let mut overrides = None;
+    for (key, value) in data {
+        let field = format!("providerSpecificData.{key}");
+        match key.as_str() {
+            "disableCooling" if disable_cooling.is_some() => {
+                e.push(&field, "is also given as disableCooling; send it once")
+            }
+            "disableCooling" => match value.as_bool() {
+                Some(b) => *disable_cooling = Some(b),
+                None => e.push(&field, "must be true or false"),
+            },
+            "rateLimitOverrides" if overrides_given => {
+                e.push(&field, "is also given as rateLimitOverrides; send it once")
+            }
+            "rateLimitOverrides" => match serde_json::from_value::<RateLimitOverrides>(value.clone()) {
+                Ok(o) => overrides = Some(o),
+                Err(err) => e.push(&field, err.to_string()),
+            },
+            _ => e.push(
+                &field,
+                format!(
+                    "is not read by this gateway; providerSpecificData may hold only {}",
+                    PROVIDER_SPECIFIC_KEYS.join(" and ")
+                ),
+            ),
+        }
+    }
+    e.into_result().map(|()| overrides)
 }
 
 /// A refresh token and an expiry belong to an OAuth access token, sent
@@ -236,6 +301,18 @@ pub struct UpdateConnection {
 }
 
 impl UpdateConnection {
+    /// The body with `providerSpecificData` read into the connection's own
+    /// fields (see [`PROVIDER_SPECIFIC_KEYS`]).
+    pub fn unfolded(mut self) -> Result<Self, Vec<FieldError>> {
+        if let Some(Some(data)) = &self.provider_specific_data {
+            let given = self.rate_limit_overrides.is_some();
+            if let Some(o) = unfold_specific_data(data, &mut self.disable_cooling, given)? {
+                self.rate_limit_overrides = Some(Some(o));
+            }
+        }
+        Ok(self)
+    }
+
     pub fn validate(&self) -> Result<(), Vec<FieldError>> {
         let mut e = Errors::default();
         if let Some(name) = &self.name {

@@ -38,7 +38,8 @@ impl BreakerState {
     }
 }
 
-/// What kind of failure opened the breaker; a kind may have its own hold.
+/// What kind of failure opened the breaker (shown and stored; a 429, the
+/// only status a kind is read from, never trips the breaker here).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FailureKind {
@@ -46,7 +47,7 @@ pub enum FailureKind {
     QuotaExhausted,
 }
 
-/// The breaker's knobs: a settings profile plus optional holds per kind.
+/// The breaker's knobs: a settings profile.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BreakerConfig {
     pub failure_threshold: u32,
@@ -55,9 +56,6 @@ pub struct BreakerConfig {
     pub max_reset_multiplier: u64,
     pub escalate_after_cycles: u32,
     pub half_open_requests: u32,
-    /// Hold after a failure of this kind instead of the reset timeout.
-    pub rate_limit_hold_ms: Option<u64>,
-    pub quota_exhausted_hold_ms: Option<u64>,
 }
 
 impl FailureKind {
@@ -85,20 +83,11 @@ impl From<&BreakerProfile> for BreakerConfig {
             max_reset_multiplier: p.max_reset_multiplier.max(1),
             escalate_after_cycles: u32::try_from(p.escalate_after_cycles).unwrap_or(u32::MAX),
             half_open_requests: u32::try_from(p.half_open_requests).unwrap_or(u32::MAX).max(1),
-            rate_limit_hold_ms: None,
-            quota_exhausted_hold_ms: None,
         }
     }
 }
 
 impl BreakerConfig {
-    fn hold_for_kind(&self, kind: Option<FailureKind>) -> Option<u64> {
-        match kind? {
-            FailureKind::RateLimit => self.rate_limit_hold_ms,
-            FailureKind::QuotaExhausted => self.quota_exhausted_hold_ms,
-        }
-    }
-
     /// The reset timeout after `open_cycles` re-openings: plain up to
     /// `escalate_after_cycles`, then doubling, capped at the multiplier.
     pub fn escalated_reset_ms(&self, open_cycles: u32) -> u64 {
@@ -155,15 +144,13 @@ impl Breaker {
 
     /// How long an OPEN breaker holds before a probe.
     pub fn hold_ms(&self, cfg: &BreakerConfig) -> u64 {
-        cfg.hold_for_kind(self.last_failure_kind).unwrap_or_else(|| cfg.escalated_reset_ms(self.open_cycles))
+        cfg.escalated_reset_ms(self.open_cycles)
     }
 
     /// The quiet time after which DEGRADED counts as healed: the longest
-    /// hold the last failure kind could get, at least one hold.
+    /// hold a failure could get, at least one hold.
     fn quiet_ms(&self, cfg: &BreakerConfig) -> u64 {
-        cfg.hold_for_kind(self.last_failure_kind)
-            .unwrap_or_else(|| cfg.reset_timeout_ms.saturating_mul(cfg.max_reset_multiplier))
-            .max(self.hold_ms(cfg))
+        cfg.reset_timeout_ms.saturating_mul(cfg.max_reset_multiplier).max(self.hold_ms(cfg))
     }
 
     fn since_last_failure(&self, now: i64) -> u64 {

@@ -11,7 +11,7 @@
 //! then the status. Rate-limit-like failures go through the ladder unless
 //! an upstream hint replaces it.
 
-use app::types::settings::{ConnectionCooldownProfile, ErrorReason};
+use app::types::settings::{ConnectionCooldownProfile, ErrorReason, RuleScope};
 use chrono::{Local, TimeZone};
 use http::HeaderMap;
 
@@ -52,6 +52,14 @@ pub struct Verdict {
 }
 
 impl Verdict {
+    /// A rule with `scope: "provider"`, honoured here, decided a cooldown:
+    /// the whole provider cools, not just the failing connection.
+    pub fn cools_provider(&self) -> bool {
+        self.cooldown_ms > 0
+            && self.terminal.is_none()
+            && self.rule.as_ref().is_some_and(|r| r.honored_scope && r.scope == RuleScope::Provider)
+    }
+
     /// A verdict without hint, rule or terminal state.
     pub fn new(reason: ErrorReason, should_fallback: bool, cooldown_ms: u64, backoff_level: u32) -> Self {
         Self {
@@ -227,12 +235,8 @@ pub fn classify(f: &Failure<'_>) -> Verdict {
 /// concerned: what a whole request's error answer (`status`, `body`) says
 /// about the request, for callers that decide whether asking again helps.
 pub fn reason_of(status: Option<u16>, body: &str) -> ErrorReason {
-    let profile = ConnectionCooldownProfile {
-        base_cooldown_ms: 0,
-        use_upstream_retry_hints: false,
-        use_upstream429_breaker_hints: None,
-        max_backoff_steps: 0,
-    };
+    let profile =
+        ConnectionCooldownProfile { base_cooldown_ms: 0, use_upstream_retry_hints: false, max_backoff_steps: 0 };
     let headers = HeaderMap::new();
     let failure = Failure {
         status,

@@ -60,6 +60,25 @@ impl From<Terminal> for TerminalStatus {
     }
 }
 
+/// What cools along with a failing connection (SPEC §R7).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SharedBy {
+    /// The egress-bucketed lock: siblings that leave through the same IP.
+    EgressIp,
+    /// An operator rule with `scope: "provider"`: every connection of it.
+    ProviderRule,
+}
+
+/// A failing connection's limit as its siblings take it on.
+#[derive(Clone, Copy, Debug)]
+pub struct SharedLimit<'a> {
+    pub failing_id: &'a str,
+    pub status: u16,
+    /// When the failing connection's cooldown ends.
+    pub until: i64,
+    pub by: SharedBy,
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ConnectionHealth {
     /// Excluded until this instant (epoch ms).
@@ -139,20 +158,22 @@ impl ConnectionHealth {
         Marked::Cooled(cooldown)
     }
 
-    /// The egress-bucketed lock (SPEC §R7): a sibling leaving through the
-    /// same IP hit a quota or rate limit (`v`), so this connection cools
-    /// until the sibling does — never turned terminal, never a running
-    /// cooldown shortened, the backoff level untouched. Whether anything
-    /// changed.
-    pub fn mark_shared_limit(&mut self, v: &Verdict, failing_id: &str, until: i64) -> bool {
-        if self.terminal.is_some() || self.rate_limited_until.is_some_and(|u| u >= until) {
+    /// A limit shared with a failing sibling (SPEC §R7): `v` hit the
+    /// sibling and holds here too, so this connection cools until the
+    /// sibling does — never turned terminal, never a running cooldown
+    /// shortened, the backoff level untouched. Whether anything changed.
+    pub fn mark_shared_limit(&mut self, v: &Verdict, shared: &SharedLimit<'_>) -> bool {
+        if self.terminal.is_some() || self.rate_limited_until.is_some_and(|u| u >= shared.until) {
             return false;
         }
-        self.rate_limited_until = Some(until);
-        self.last_error =
-            Some(format!("{} on connection {failing_id}, which shares this egress IP", v.reason.as_str()));
+        self.rate_limited_until = Some(shared.until);
+        let why = match shared.by {
+            SharedBy::EgressIp => "which shares this egress IP",
+            SharedBy::ProviderRule => "and a provider-wide rule cools every connection of the provider",
+        };
+        self.last_error = Some(format!("{} on connection {}, {why}", v.reason.as_str(), shared.failing_id));
         self.last_error_type = Some(v.reason.as_str().to_owned());
-        self.error_code = Some("429".to_owned());
+        self.error_code = Some(shared.status.to_string());
         true
     }
 

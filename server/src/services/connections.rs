@@ -30,6 +30,7 @@ pub async fn get(state: &AppState, id: &str) -> Result<ConnectionView, ServiceEr
 }
 
 pub async fn create(state: &AppState, input: CreateConnection) -> Result<ConnectionView, ServiceError> {
+    let input = input.unfolded().map_err(ServiceError::Invalid)?;
     input.validate().map_err(ServiceError::Invalid)?;
     check_callable(input.base_url.as_deref())?;
     let provider = catalog::find(input.provider.trim()).ok_or_else(|| {
@@ -80,7 +81,7 @@ pub async fn create(state: &AppState, input: CreateConnection) -> Result<Connect
         rate_limit_overrides: input.rate_limit_overrides.as_ref().map(to_json),
         rate_limit_protection: None,
         disable_cooling: input.disable_cooling.unwrap_or(false),
-        provider_specific_data: input.provider_specific_data.as_ref().map(to_json),
+        provider_specific_data: None,
         rate_limited_until: None,
         test_status: None,
         last_error: None,
@@ -102,6 +103,7 @@ pub async fn create(state: &AppState, input: CreateConnection) -> Result<Connect
 }
 
 pub async fn update(state: &AppState, id: &str, input: UpdateConnection) -> Result<ConnectionView, ServiceError> {
+    let input = input.unfolded().map_err(ServiceError::Invalid)?;
     input.validate().map_err(ServiceError::Invalid)?;
     check_callable(input.base_url.as_ref().and_then(Option::as_deref))?;
     let mut row = find(state, id).await?;
@@ -149,8 +151,10 @@ pub async fn update(state: &AppState, id: &str, input: UpdateConnection) -> Resu
     if let Some(r) = input.rate_limit_overrides {
         row.rate_limit_overrides = r.as_ref().map(to_json);
     }
-    if let Some(d) = input.provider_specific_data {
-        row.provider_specific_data = d.as_ref().map(to_json);
+    if input.provider_specific_data.is_some() {
+        // Read into the connection's own fields above; what an older
+        // version stored there was never read.
+        row.provider_specific_data = None;
     }
     if let Some(d) = input.disable_cooling {
         row.disable_cooling = d;

@@ -3,7 +3,8 @@
 //! under `resilienceSettings`), so values left alone keep following the
 //! defaults and the environment.
 
-use app::types::settings::{ResilienceSettings, apply_patch, effective, merge};
+use anyhow::bail;
+use app::types::settings::{ResilienceSettings, apply_patch, effective, merge, turns_on_saved};
 use serde_json::Value;
 
 use super::ServiceError;
@@ -14,14 +15,24 @@ pub const KEY: &str = "resilienceSettings";
 
 /// The handle the engine reads, from env and the stored document. Stored
 /// fields that no longer parse are reported and ignored rather than
-/// keeping the gateway from starting.
+/// keeping the gateway from starting; `OMNIROUTE_EMERGENCY_FALLBACK=true`
+/// with no target saved stops the start (never a silent "off").
 pub async fn load(
     db: &sea_orm::DatabaseConnection,
     env: Vec<app::types::settings::EnvSource>,
-) -> Result<SettingsHandle, sea_orm::DbErr> {
+) -> anyhow::Result<SettingsHandle> {
     let (settings, dropped) = effective(&env, &stored(db).await?);
     for e in dropped {
         tracing::warn!(field = %e.field, problem = %e.message, "ignoring an unreadable stored resilience setting");
+    }
+    if let Some(flag) = env.iter().find(|s| turns_on_saved(s))
+        && settings.emergency_fallback.is_empty()
+    {
+        bail!(
+            "{}=true turns on the emergency fallback target saved on Settings → Resilience (Feature flags), \
+             but none is saved: save one there, or set the variable to provider/model",
+            flag.variable
+        );
     }
     Ok(SettingsHandle::new(settings, env))
 }

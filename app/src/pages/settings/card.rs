@@ -170,11 +170,6 @@ fn Summary(card: &'static Card, initial: BTreeMap<String, String>) -> impl IntoV
                         FieldKind::Bool => {
                             if initial.get(f.path).is_some_and(|v| v == "true") { "on" } else { "off" }.into()
                         }
-                        FieldKind::OptBool => match initial.get(f.path).map(String::as_str) {
-                            Some("true") => "always on".into(),
-                            Some("false") => "always off".into(),
-                            _ => "provider default".into(),
-                        },
                         _ => match initial.get(f.path).map(String::as_str) {
                             None | Some("") => "—".into(),
                             Some(v) if is_duration(f.path) => v.parse().map_or_else(|_| v.to_owned(), human_ms),

@@ -34,7 +34,7 @@ const fn f(path: &'static str, label: &'static str, kind: FieldKind) -> Field {
     Field { path, label, kind }
 }
 
-use FieldKind::{Bool, Choice, Codes, Int, OptBool, OptInt, Rules, Text, TextList};
+use FieldKind::{Bool, Choice, Codes, Int, OptInt, Rules, Text, TextList};
 
 const RESILIENCE: &str = "/settings/resilience";
 
@@ -64,11 +64,9 @@ pub static RESILIENCE_CARDS: [Card; 14] = [
         fields: &[
             f("connectionCooldown.oauth.baseCooldownMs", "OAuth · base cooldown (ms)", Int),
             f("connectionCooldown.oauth.useUpstreamRetryHints", "OAuth · use upstream retry hints", Bool),
-            f("connectionCooldown.oauth.useUpstream429BreakerHints", "OAuth · upstream 429 breaker hints", OptBool),
             f("connectionCooldown.oauth.maxBackoffSteps", "OAuth · max backoff steps", Int),
             f("connectionCooldown.apikey.baseCooldownMs", "API key · base cooldown (ms)", Int),
             f("connectionCooldown.apikey.useUpstreamRetryHints", "API key · use upstream retry hints", Bool),
-            f("connectionCooldown.apikey.useUpstream429BreakerHints", "API key · upstream 429 breaker hints", OptBool),
             f("connectionCooldown.apikey.maxBackoffSteps", "API key · max backoff steps", Int),
         ],
     },
@@ -197,7 +195,7 @@ pub static RESILIENCE_CARDS: [Card; 14] = [
     Card {
         id: "provider-error-rules",
         title: "Provider error rules",
-        explain: "Scope: one provider's upstream errors. Trigger: an error with the rule's status whose text contains its match. Effect: the rule's reason and scope decide what is locked (model, connection or provider), checked before the built-in rules; at most 50. Egress-lock providers cool every connection sharing the failing one's egress IP on a quota 429.",
+        explain: "Scope: one provider's upstream errors. Trigger: an error with the rule's status whose text contains its match. Effect: the rule's reason and scope decide what is locked — the model on that connection, the connection, or every connection of the provider (each cools as long as the failing one) — checked before the built-in rules; at most 50. Egress-lock providers cool every connection sharing the failing one's egress IP on a quota 429.",
         page: RESILIENCE,
         fields: &[
             f("providerErrorRules", "Rules", Rules),
@@ -207,7 +205,7 @@ pub static RESILIENCE_CARDS: [Card; 14] = [
     Card {
         id: "emergency-fallback",
         title: "Feature flags · Emergency fallback",
-        explain: "Scope: every request. Trigger: no target could serve it — each was excluded (breaker open, cooling, locked, no usable connection) or failed — and no cooldown wait applies. Effect: the request is tried once more on this provider/model, through the same gates, and its answer carries x-omniroute-emergency-fallback; if that fails too, the original error is answered. A request for that very model, or a combo that lists it, does not try it twice. Empty: off. OMNIROUTE_EMERGENCY_FALLBACK sets the starting value; a value saved here replaces it at once, without a restart.",
+        explain: "Scope: every request. Trigger: no target could serve it — each was excluded (breaker open, cooling, locked, no usable connection) or failed — and no cooldown wait applies. Effect: the request is tried once more on this provider/model, through the same gates, and its answer carries x-omniroute-emergency-fallback; if that fails too, the original error is answered. A request for that very model, or a combo that lists it, does not try it twice. Empty: off. OMNIROUTE_EMERGENCY_FALLBACK=provider/model sets the starting value; =true (a migrated configuration's flag) uses the target saved here, and the gateway refuses to start while none is saved. A value saved here replaces the variable's at once, without a restart.",
         page: RESILIENCE,
         fields: &[f("emergencyFallback", "Last-resort target (provider/model)", Text)],
     },

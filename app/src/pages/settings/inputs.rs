@@ -117,10 +117,6 @@ pub fn FieldInput(
             />
         }
         .into_any(),
-        FieldKind::OptBool => {
-            let options = [("", "Default per provider"), ("true", "Always on"), ("false", "Always off")];
-            select(path, draft, &start, pinned, &options)
-        }
         FieldKind::Choice(names) => {
             let options: Vec<(&str, &str)> = names.iter().map(|&n| (n, n)).collect();
             select(path, draft, &start, pinned, &options)

@@ -19,8 +19,6 @@ pub enum FieldKind {
     OptInt,
     /// Checkbox: present with `true`/`on` → true, absent → false.
     Bool,
-    /// Select `""`/`true`/`false` → `null`/true/false.
-    OptBool,
     /// Status codes separated by commas or spaces.
     Codes,
     /// Ids separated by commas or spaces.
@@ -62,11 +60,6 @@ fn parse(kind: FieldKind, duration: bool, text: &str) -> Result<Value, String> {
         FieldKind::OptInt if text.is_empty() => Ok(Value::Null),
         FieldKind::OptInt => number(text).map(Value::from),
         FieldKind::Bool => Ok(Value::Bool(matches!(text, "true" | "on"))),
-        FieldKind::OptBool => Ok(match text {
-            "true" => Value::Bool(true),
-            "false" => Value::Bool(false),
-            _ => Value::Null,
-        }),
         FieldKind::Codes => {
             tokens(text).map(|t| whole(t).map(Value::from)).collect::<Result<Vec<_>, _>>().map(Value::Array)
         }

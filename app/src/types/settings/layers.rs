@@ -31,8 +31,10 @@ enum EnvKind {
     Bool,
     /// Comma-separated ids; `none`/`off`/`false`/`0` mean an empty list.
     List,
-    /// One value; `none`/`off` mean empty.
-    Text,
+    /// The emergency fallback: `provider/model`; `none`/`off`/`false`/`0`
+    /// mean off; `true`/`1`/`on`/`yes` (a migrated configuration's flag)
+    /// turn on the target saved in the dashboard (see [`turns_on_saved`]).
+    Target,
 }
 
 /// Every environment variable that feeds the resilience settings.
@@ -74,7 +76,7 @@ const ENV_BINDINGS: [(&str, &str, EnvKind); 22] = [
     ("RATE_LIMIT_AUTO_ENABLE", "requestQueue.autoEnableApiKeyProviders", EnvKind::Bool),
     ("STREAM_THROUGHPUT_WATCHDOG_ENABLED", "streamRecovery.throughputWatchdog.enabled", EnvKind::Bool),
     ("OMNIROUTE_EGRESS_IP_LOCK_PROVIDERS", "egressIpLockProviders", EnvKind::List),
-    ("OMNIROUTE_EMERGENCY_FALLBACK", "emergencyFallback", EnvKind::Text),
+    ("OMNIROUTE_EMERGENCY_FALLBACK", "emergencyFallback", EnvKind::Target),
 ];
 
 /// The one variable whose value beats the persisted setting (§R5).
@@ -90,16 +92,31 @@ pub fn read_env(get: impl Fn(&str) -> Option<String>) -> Result<Vec<EnvSource>, 
             EnvKind::Int => raw.parse::<u64>().ok().map(Value::from),
             EnvKind::Bool => parse_bool(&raw).map(Value::Bool),
             EnvKind::List => Some(parse_list(&raw)),
-            EnvKind::Text if matches!(raw.to_ascii_lowercase().as_str(), "none" | "off") => Some(Value::from("")),
-            EnvKind::Text => Some(Value::String(raw.clone())),
+            EnvKind::Target => match parse_bool(&raw) {
+                Some(on) => Some(if on { Value::Bool(true) } else { Value::from("") }),
+                None if raw.eq_ignore_ascii_case("none") => Some(Value::from("")),
+                None => super::rules::emergency_fallback_problem(&raw).is_none().then(|| Value::String(raw.clone())),
+            },
         };
         let Some(value) = value else {
-            let expected = if matches!(kind, EnvKind::Bool) { "true/false" } else { "a non-negative integer" };
+            let expected = match kind {
+                EnvKind::Bool => "true/false",
+                EnvKind::Target => {
+                    "provider/model (e.g. ollama/llama3.2), true (the target saved in the dashboard) or off"
+                }
+                _ => "a non-negative integer",
+            };
             return Err(FieldError::new(variable, format!("expected {expected}, got {raw:?}")));
         };
         sources.push(EnvSource { field: field.into(), variable: variable.into(), value, wins: variable == ENV_WINS });
     }
     Ok(sources)
+}
+
+/// `OMNIROUTE_EMERGENCY_FALLBACK=true`: no target of its own, it asks for
+/// the one saved in the dashboard — the start fails when none is saved.
+pub fn turns_on_saved(source: &EnvSource) -> bool {
+    source.field == "emergencyFallback" && source.value == Value::Bool(true)
 }
 
 /// A boolean as the environment spells it: `true/1/on/yes`, `false/0/off/no`.
@@ -129,7 +146,7 @@ pub fn effective(env: &[EnvSource], persisted: &Value) -> (ResilienceSettings, V
     let mut dropped = Vec::new();
     loop {
         let mut doc = to_value(&ResilienceSettings::default());
-        for source in env.iter().filter(|s| !s.wins) {
+        for source in env.iter().filter(|s| !s.wins && !turns_on_saved(s)) {
             set_path(&mut doc, &source.field, source.value.clone());
         }
         merge(&mut doc, &persisted);
@@ -149,6 +166,17 @@ pub fn effective(env: &[EnvSource], persisted: &Value) -> (ResilienceSettings, V
         }
     }
 }
+
+/// Settings of the original that nothing here could honour, refused by
+/// name with the reason (a stored copy is dropped like any unknown field).
+const UNSUPPORTED: [(&str, &str); 2] = [
+    ("connectionCooldown.oauth.useUpstream429BreakerHints", NO_429_BREAKER_HINTS),
+    ("connectionCooldown.apikey.useUpstream429BreakerHints", NO_429_BREAKER_HINTS),
+];
+
+const NO_429_BREAKER_HINTS: &str = "is not supported: a 429 never counts against the provider breaker here, so its hints \
+     cannot hold the breaker; a rate-limited or exhausted connection cools by its own retry hints \
+     (useUpstreamRetryHints)";
 
 /// `current` with a partial `patch` applied, if the result is valid. The
 /// dashboard runs this on every keystroke and the server on every PATCH:
@@ -172,6 +200,14 @@ pub fn apply_patch(
         .collect();
     if !pinned.is_empty() {
         return Err(pinned);
+    }
+    let unsupported: Vec<FieldError> = UNSUPPORTED
+        .iter()
+        .filter(|(path, _)| get_path(patch, path).is_some())
+        .map(|(path, why)| FieldError::new(*path, *why))
+        .collect();
+    if !unsupported.is_empty() {
+        return Err(unsupported);
     }
     let mut doc = to_value(current);
     merge(&mut doc, patch);

@@ -88,13 +88,11 @@ impl Default for ResilienceSettings {
                 oauth: ConnectionCooldownProfile {
                     base_cooldown_ms: 5_000,
                     use_upstream_retry_hints: false,
-                    use_upstream429_breaker_hints: None,
                     max_backoff_steps: 8,
                 },
                 apikey: ConnectionCooldownProfile {
                     base_cooldown_ms: 3_000,
                     use_upstream_retry_hints: true,
-                    use_upstream429_breaker_hints: None,
                     max_backoff_steps: 5,
                 },
             },
@@ -182,9 +180,6 @@ pub struct ConnectionCooldownProfile {
     pub base_cooldown_ms: u64,
     /// Upstream `Retry-After`/reset hints replace the ladder.
     pub use_upstream_retry_hints: bool,
-    /// Whether a 429's hint may feed the provider breaker; `null` keeps the
-    /// provider's own default.
-    pub use_upstream429_breaker_hints: Option<bool>,
     pub max_backoff_steps: u64,
 }
 

@@ -291,7 +291,7 @@ fn status_problem(code: u64) -> Option<String> {
 }
 
 /// Empty (off), or `provider/model` with a provider id and a model name.
-fn emergency_fallback_problem(target: &str) -> Option<String> {
+pub(super) fn emergency_fallback_problem(target: &str) -> Option<String> {
     if target.is_empty() {
         return None;
     }

@@ -364,6 +364,29 @@ fn env_values_out_of_range_are_clamped_and_typos_named() {
 }
 
 #[test]
+fn the_emergency_fallback_variable_takes_a_target_or_a_flag_and_names_anything_else() {
+    let target = |raw: &str| {
+        let sources = read_env(|k| (k == "OMNIROUTE_EMERGENCY_FALLBACK").then(|| raw.to_owned()));
+        sources.map(|s| effective(&s, &json!({"emergencyFallback": "ollama/saved"})).0.emergency_fallback)
+    };
+    let fresh = |raw: &str| effective(&env(&[("OMNIROUTE_EMERGENCY_FALLBACK", raw)]), &json!({})).0.emergency_fallback;
+    assert_eq!(fresh("groq/llama-3.3-70b"), "groq/llama-3.3-70b");
+    for off in ["off", "none", "false", "0"] {
+        assert_eq!(fresh(off), "", "{off}");
+    }
+    // A migrated configuration's `true`: the saved target, never a silent off.
+    let on = env(&[("OMNIROUTE_EMERGENCY_FALLBACK", "true")]);
+    assert!(on.iter().any(turns_on_saved));
+    assert_eq!(target("true").unwrap(), "ollama/saved");
+    assert_eq!(fresh("true"), "", "nothing saved: load refuses to start on this");
+    for unreadable in ["maybe", "ollama", "Ollama/x", "ollama/two words"] {
+        let err = target(unreadable).unwrap_err();
+        assert_eq!(err.field, "OMNIROUTE_EMERGENCY_FALLBACK", "{unreadable}");
+        assert!(err.message.contains("provider/model"), "{}", err.message);
+    }
+}
+
+#[test]
 fn per_connection_overrides_beat_the_global_queue_settings() {
     let global = effective(&env(&[("RATE_LIMIT_MAX_WAIT_MS", "15000")]), &json!({})).0.request_queue;
     assert_eq!(global.for_connection(&RateLimitOverrides::default()), global);
@@ -454,12 +477,13 @@ fn patches_are_partial_strict_and_validated() {
     assert_eq!(field(json!({})), "body");
     assert_eq!(field(json!([1])), "body");
     // `null` unsets an optional field.
-    let next =
-        apply_patch(&current, &json!({"connectionCooldown": {"oauth": {"useUpstream429BreakerHints": true}}}), &[])
-            .unwrap();
-    let back = apply_patch(&next, &json!({"connectionCooldown": {"oauth": {"useUpstream429BreakerHints": null}}}), &[])
-        .unwrap();
-    assert_eq!(back, current);
+    let unset = json!({"providerBreaker": {"apikey": {"degradationThreshold": null}}});
+    assert_eq!(apply_patch(&current, &unset, &[]).unwrap().provider_breaker.apikey.degradation_threshold, None);
+    // A setting of the original that means nothing here is refused by name, with why.
+    let hints = json!({"connectionCooldown": {"oauth": {"useUpstream429BreakerHints": true}}});
+    let refused = apply_patch(&current, &hints, &[]).unwrap_err();
+    assert_eq!(refused[0].field, "connectionCooldown.oauth.useUpstream429BreakerHints");
+    assert!(refused[0].message.contains("never counts against the provider breaker"), "{}", refused[0].message);
 }
 
 const LOCKOUT_FORM: [(&str, FieldKind); 3] = [

@@ -23,6 +23,7 @@ use crate::{
     resilience::{
         breaker::BreakerConfig,
         classify::Verdict,
+        connection_health::SharedBy,
         engine::{AttemptFailure, Outcome, Probe},
         lockout::QuotaScope,
     },
@@ -195,6 +196,9 @@ impl AttemptGuard {
         if let Some(ip) = self.state.engine.egress_lock_ip(&failure, &outcome, &settings) {
             lock_egress_siblings(&self.state, &settings, &self.conn, ip, &outcome.verdict);
         }
+        if let Some(status) = outcome.status.filter(|_| outcome.verdict.cools_provider()) {
+            cool_provider_siblings(&self.state, &self.conn, status, &outcome.verdict);
+        }
         outcome
     }
 
@@ -338,6 +342,19 @@ pub(super) fn lock_egress_siblings(
     let cooled = state.engine.cool_egress_siblings(&failing.id, ip, verdict, pool);
     if !cooled.is_empty() {
         tracing::warn!(connection_id = %failing.id, egress_ip = %ip, siblings = ?cooled, reason = verdict.reason.as_str(), "limit hit on a shared egress IP; its siblings cool too");
+    }
+}
+
+/// An operator rule with `scope: "provider"` matched (SPEC §R7): every
+/// other connection of the provider that may cool cools as long as
+/// `failing`.
+fn cool_provider_siblings(state: &AppState, failing: &LiveConnection, status: u16, verdict: &Verdict) {
+    let snapshot = state.routing.connections.snapshot();
+    let provider = failing.provider.id;
+    let pool = snapshot.candidates(provider).iter().filter(|c| !c.disable_cooling).map(|c| c.id.as_str());
+    let cooled = state.engine.cool_alongside(&failing.id, status, verdict, SharedBy::ProviderRule, pool);
+    if !cooled.is_empty() {
+        tracing::warn!(connection_id = %failing.id, provider, siblings = ?cooled, reason = verdict.reason.as_str(), "a provider-wide rule matched; every connection of the provider cools");
     }
 }
 

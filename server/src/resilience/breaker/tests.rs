@@ -11,8 +11,6 @@ fn cfg(failure: u32, degradation: u32, reset_ms: u64) -> BreakerConfig {
         max_reset_multiplier: 16,
         escalate_after_cycles: 3,
         half_open_requests: 1,
-        rate_limit_hold_ms: None,
-        quota_exhausted_hold_ms: None,
     }
 }
 
@@ -34,29 +32,6 @@ fn opens_at_the_failure_threshold_and_holds_for_the_reset_timeout() {
     let left = b.retry_after_ms(&c, T0 + 500);
     assert!(left > 29_000 && left <= 30_000, "{left}");
     assert!(!b.can_execute(&c, T0 + 29_999));
-}
-
-#[test]
-fn a_failure_kind_with_its_own_hold_uses_it() {
-    let c = BreakerConfig {
-        rate_limit_hold_ms: Some(60_000),
-        quota_exhausted_hold_ms: Some(3_600_000),
-        ..cfg(1, 1, 30_000)
-    };
-    let mut b = Breaker::default();
-    b.on_failure(&c, T0, Some(FailureKind::RateLimit));
-    assert_eq!(b.retry_after_ms(&c, T0), 60_000);
-    let mut b = Breaker::default();
-    b.on_failure(&c, T0, Some(FailureKind::QuotaExhausted));
-    assert_eq!(b.retry_after_ms(&c, T0), 3_600_000);
-    // A kind without its own hold, and no kind, use the reset timeout.
-    let c = BreakerConfig { quota_exhausted_hold_ms: Some(3_600_000), ..cfg(1, 1, 45_000) };
-    let mut b = Breaker::default();
-    b.on_failure(&c, T0, Some(FailureKind::RateLimit));
-    assert_eq!(b.retry_after_ms(&c, T0), 45_000);
-    let mut b = Breaker::default();
-    b.on_failure(&c, T0, None);
-    assert_eq!(b.retry_after_ms(&c, T0), 45_000);
 }
 
 #[test]

@@ -51,12 +51,8 @@ fn a_bare_429_climbs_the_api_key_ladder() {
 
 #[test]
 fn the_ladder_is_capped_and_hints_replace_it() {
-    let profile = ConnectionCooldownProfile {
-        base_cooldown_ms: 60_000,
-        use_upstream_retry_hints: false,
-        use_upstream429_breaker_hints: None,
-        max_backoff_steps: 8,
-    };
+    let profile =
+        ConnectionCooldownProfile { base_cooldown_ms: 60_000, use_upstream_retry_hints: false, max_backoff_steps: 8 };
     let f = |level, headers: &HeaderMap, p: &ConnectionCooldownProfile| {
         classify(&Failure {
             status: Some(429),

@@ -131,23 +131,30 @@ fn terminal_names_round_trip() {
 #[test]
 fn a_shared_limit_cools_a_sibling_without_shortening_or_ending_anything() {
     let quota = verdict(ErrorReason::QuotaExhausted, 60_000, 4);
+    let egress = SharedLimit { failing_id: "conn-a", status: 429, until: T + 60_000, by: SharedBy::EgressIp };
     let mut fresh = ConnectionHealth { backoff_level: 1, ..Default::default() };
-    assert!(fresh.mark_shared_limit(&quota, "conn-a", T + 60_000));
+    assert!(fresh.mark_shared_limit(&quota, &egress));
     assert_eq!((fresh.rate_limited_until, fresh.backoff_level), (Some(T + 60_000), 1), "level untouched");
     assert_eq!(fresh.error_code.as_deref(), Some("429"));
     assert!(fresh.last_error.as_deref().is_some_and(|e| e.contains("conn-a") && e.contains("egress IP")));
 
     let mut cooling_longer = ConnectionHealth { rate_limited_until: Some(T + 90_000), ..Default::default() };
     let before = cooling_longer.clone();
-    assert!(!cooling_longer.mark_shared_limit(&quota, "conn-a", T + 60_000));
+    assert!(!cooling_longer.mark_shared_limit(&quota, &egress));
     assert_eq!(cooling_longer, before, "a longer cooldown is kept");
 
     let mut cooling_shorter = ConnectionHealth { rate_limited_until: Some(T + 10_000), ..Default::default() };
-    assert!(cooling_shorter.mark_shared_limit(&quota, "conn-a", T + 60_000));
+    assert!(cooling_shorter.mark_shared_limit(&quota, &egress));
     assert_eq!(cooling_shorter.rate_limited_until, Some(T + 60_000), "a shorter one is extended");
 
     let mut banned = ConnectionHealth { terminal: Some(TerminalStatus::Banned), ..Default::default() };
     let before = banned.clone();
-    assert!(!banned.mark_shared_limit(&quota, "conn-a", T + 60_000));
+    assert!(!banned.mark_shared_limit(&quota, &egress));
     assert_eq!(banned, before, "terminal rows are never touched");
+
+    let rule = SharedLimit { status: 400, by: SharedBy::ProviderRule, ..egress };
+    let mut sibling = ConnectionHealth::default();
+    assert!(sibling.mark_shared_limit(&quota, &rule));
+    assert_eq!(sibling.error_code.as_deref(), Some("400"), "the failing answer's status");
+    assert!(sibling.last_error.as_deref().is_some_and(|e| e.contains("provider-wide rule")));
 }

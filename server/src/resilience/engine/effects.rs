@@ -18,7 +18,7 @@ use super::{
 use crate::resilience::{
     breaker::Breaker,
     classify::{self, Verdict},
-    connection_health::{ConnectionHealth, Marked},
+    connection_health::{ConnectionHealth, Marked, SharedBy, SharedLimit},
     lockout::{ESCALATION_WINDOW_MS, LockFailure},
     restate, retry_hints, rules,
 };
@@ -247,16 +247,31 @@ impl Engine {
         verdict: &Verdict,
         pool: impl IntoIterator<Item = &'p str>,
     ) -> Vec<&'p str> {
+        let siblings = self.egress.sharing(ip, pool.into_iter().filter(|id| *id != failing_id), self.now());
+        self.cool_alongside(failing_id, 429, verdict, SharedBy::EgressIp, siblings)
+    }
+
+    /// Cools `siblings` until the failing connection's cooldown ends, for
+    /// the reason `by` (§R7). Returns the ids whose state changed.
+    pub fn cool_alongside<'p>(
+        &self,
+        failing_id: &str,
+        status: u16,
+        verdict: &Verdict,
+        by: SharedBy,
+        siblings: impl IntoIterator<Item = &'p str>,
+    ) -> Vec<&'p str> {
         let now = self.now();
         let own = self.connections.get(failing_id).and_then(|slot| slot.health.lock().rate_limited_until);
         let until = own.unwrap_or_else(|| now.saturating_add(i64::try_from(verdict.cooldown_ms).unwrap_or(i64::MAX)));
-        let siblings = self.egress.sharing(ip, pool.into_iter().filter(|id| *id != failing_id), now);
+        let shared = SharedLimit { failing_id, status, until, by };
         siblings
             .into_iter()
+            .filter(|id| *id != failing_id)
             .filter(|id| {
                 let slot = self.connection(id);
                 let mut h = slot.health.lock();
-                let changed = h.mark_shared_limit(verdict, failing_id, until);
+                let changed = h.mark_shared_limit(verdict, &shared);
                 if changed {
                     slot.clean.store(false, Ordering::Release);
                     self.emit(Change::Connection((*id).to_owned(), h.clone()));
