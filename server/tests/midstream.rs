@@ -193,6 +193,39 @@ async fn streams_no_continuation_can_join_end_with_their_error_event() {
 }
 
 #[tokio::test]
+async fn a_request_that_thinks_is_not_continued_and_its_stream_says_why() {
+    let (fake, gw) = start(true).await;
+    breaking(&gw, &fake, "openai", "first-key").await;
+    continuing(&gw, &fake, "second-key", 0).await;
+    combo(&gw, &["openai/gpt-4o-mini", "anthropic/claude-sonnet-4"]).await;
+    let mut body = ask(Client::Messages, "writer", true);
+    body["thinking"] = json!({"type": "enabled", "budget_tokens": 2048});
+    body["max_tokens"] = json!(4096);
+    let raw = post(&gw, Client::Messages, "writer", true, &body).await.text().await.unwrap();
+    assert!(error_in(&raw) && raw.contains("extended thinking"), "{raw}");
+    assert!(bodies_for(&fake, "second-key").is_empty(), "an upstream would refuse the prefill: no call");
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn a_continuation_that_starts_the_answer_over_is_not_shown_twice() {
+    let (fake, gw) = start(true).await;
+    breaking(&gw, &fake, "openai", "first-key").await;
+    // This upstream ignores the prefill and answers from the start.
+    fake.push_rule(Rule {
+        api_key: Some("restarting-key".into()),
+        content: Some(format!("{FIRST} jumps.")),
+        ..Default::default()
+    });
+    gw.add_connection("anthropic", "restarting-key", "restarting-key", &fake.url(), 0).await;
+    combo(&gw, &["openai/gpt-4o-mini", "anthropic/claude-sonnet-4"]).await;
+    let raw = post(&gw, Client::Chat, "writer", true, &ask(Client::Chat, "writer", true)).await.text().await.unwrap();
+    assert!(!error_in(&raw), "{raw}");
+    assert_eq!(text(Client::Chat, true, fake_response(raw.clone())).await, format!("{FIRST} jumps."), "{raw}");
+    gw.stop().await;
+}
+
+#[tokio::test]
 async fn without_the_setting_a_broken_stream_ends_with_its_error_event() {
     let (fake, gw) = start(false).await;
     breaking(&gw, &fake, "openai", "first-key").await;

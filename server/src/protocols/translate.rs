@@ -146,29 +146,84 @@ struct Transcript {
     /// The prefix was sent without its trailing whitespace, which the
     /// client already has: the continuation's leading whitespace is dropped.
     trim_leading: bool,
+    /// The continuation's first text, held while it may still be the
+    /// answer starting over (an upstream that ignored the prefill).
+    echo: Option<String>,
+}
+
+/// What a continuation's first text is, next to what the client has.
+#[derive(Debug, PartialEq, Eq)]
+enum Echo {
+    /// Still a prefix of what the client has: hold it.
+    Undecided,
+    /// The answer started over: the first this many bytes repeat it.
+    Repeat(usize),
+    /// A real continuation.
+    Fresh,
+}
+
+impl Echo {
+    /// `first`, the continuation's text so far, next to `had`, the text
+    /// the client has (as the continuation was sent it: no trailing
+    /// whitespace).
+    fn of(first: &str, had: &str) -> Self {
+        if first.len() >= had.len() {
+            if first.starts_with(had) { Self::Repeat(had.len()) } else { Self::Fresh }
+        } else if had.starts_with(first) {
+            Self::Undecided
+        } else {
+            Self::Fresh
+        }
+    }
 }
 
 impl Transcript {
-    /// Notes `e`; false when it is not for the client.
-    fn note(&mut self, e: &mut Event) -> bool {
+    /// Notes `e`; false when it is not for the client. A continuation that
+    /// stops while its text may still be the answer starting over fails:
+    /// there is no telling what the client should see.
+    fn note(&mut self, e: &mut Event) -> Result<bool, StreamFailed> {
         match e {
-            Event::Start { .. } if self.continuing => return false,
+            Event::Start { .. } if self.continuing => return Ok(false),
             Event::Text(t) => {
+                if let Some(first) = self.echo.as_mut() {
+                    first.push_str(t);
+                    match Echo::of(first, self.text.trim_end()) {
+                        Echo::Undecided => return Ok(false),
+                        Echo::Repeat(len) => *t = first.split_off(len),
+                        Echo::Fresh => *t = std::mem::take(first),
+                    }
+                    self.echo = None;
+                }
                 if self.trim_leading {
                     let kept = t.trim_start().len();
                     t.replace_range(..t.len() - kept, "");
                     if t.is_empty() {
-                        return false;
+                        return Ok(false);
                     }
                     self.trim_leading = false;
                 }
                 self.text.push_str(t);
             }
             Event::Reasoning(_) | Event::ReasoningSignature(_) | Event::ToolCallStart { .. } => self.unjoinable = true,
-            Event::Stop(_) => self.stopped = true,
+            Event::Stop(_) => {
+                self.undecided_echo()?;
+                self.stopped = true;
+            }
             _ => {}
         }
-        true
+        Ok(true)
+    }
+
+    /// Fails when the continuation ended on text that may only repeat what
+    /// the client has.
+    fn undecided_echo(&self) -> Result<(), StreamFailed> {
+        match &self.echo {
+            Some(first) if !first.is_empty() => Err(StreamFailed(
+                "the continuation started the answer over and ended before passing what the client already has"
+                    .to_owned(),
+            )),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -212,6 +267,7 @@ impl StreamTranslator {
         if let Some(t) = self.transcript.as_mut() {
             t.continuing = true;
             t.trim_leading = t.text.ends_with(char::is_whitespace);
+            t.echo = Some(String::new());
         }
     }
 
@@ -235,6 +291,9 @@ impl StreamTranslator {
         let mut out = Vec::new();
         if let Some(ev) = self.sse.finish() {
             self.event(&ev, &mut out)?;
+        }
+        if let Some(t) = &self.transcript {
+            t.undecided_echo()?;
         }
         self.done = true;
         out.extend_from_slice(&match &mut self.writer {
@@ -272,7 +331,9 @@ impl StreamTranslator {
             if let Event::Usage(u) = &e {
                 self.usage = Some(*u);
             }
-            if self.transcript.as_mut().is_some_and(|t| !t.note(&mut e)) {
+            if let Some(t) = self.transcript.as_mut()
+                && !t.note(&mut e)?
+            {
                 continue;
             }
             let bytes = match &mut self.writer {

@@ -18,7 +18,7 @@ use super::{
     session::{BodyIds, body_session_key, first_text_session_key, session_key},
 };
 use crate::{
-    protocols::{ir, json::Invalid, translate},
+    protocols::{anthropic, ir, json::Invalid, translate},
     routing::affinity::SessionId,
 };
 
@@ -199,6 +199,19 @@ impl ClientRequest {
     /// prefix becomes the assistant's last turn (without trailing
     /// whitespace, which Anthropic refuses there), which an upstream that
     /// prefills continues.
+    /// Whether a continuation may be asked for: an upstream that continues
+    /// a prefilled answer (Anthropic) refuses one with thinking on (400),
+    /// so a request that thinks is never continued — the call would cost
+    /// and help nothing.
+    pub fn may_continue(&self) -> Result<(), &'static str> {
+        match self.ir() {
+            Ok(ir) if anthropic::thinking_budget(ir).is_some() => Err(
+                "the request asks for extended thinking, and an upstream refuses to continue a prefilled answer with thinking on",
+            ),
+            _ => Ok(()),
+        }
+    }
+
     pub fn continued(&self, prefix: &str) -> Result<Self, ProxyError> {
         let prefix = prefix.trim_end();
         self.derived(&self.model, self.stream, |ir| {

@@ -53,6 +53,7 @@ impl Resumes for Resumer {
 impl Resumer {
     /// The continuation's stream in the client's protocol, or why there is none.
     async fn continuation(self, prefix: &str, failed: &str) -> Result<Upstream, String> {
+        self.request.may_continue()?;
         let request = self.request.continued(prefix).map_err(|e| e.message)?;
         let inbound = Inbound {
             protocol: request.protocol,

@@ -155,7 +155,7 @@ pub(super) fn read_block(b: &Value, at: &str) -> j::Result<Option<Part>> {
 pub fn write_request(req: &Request) -> Value {
     let mut o = Map::new();
     o.insert("model".into(), json!(req.model));
-    let budget = req.reasoning_budget.or_else(|| req.reasoning_effort.as_deref().map(budget_for_effort));
+    let budget = thinking_budget(req);
     let max_tokens = req.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
     // With thinking on, the answer needs room beyond the thinking budget.
     let max_tokens = budget.map_or(max_tokens, |b| max_tokens.max(b + DEFAULT_MAX_TOKENS));
@@ -218,12 +218,15 @@ pub fn write_request(req: &Request) -> Value {
 }
 
 /// Thinking budget for an OpenAI-style reasoning effort.
-fn budget_for_effort(effort: &str) -> u64 {
-    match effort {
-        "minimal" | "low" => 1024,
-        "medium" => 4096,
-        _ => 16_384,
-    }
+/// The thinking budget an Anthropic request for `req` asks for: its own,
+/// else one for its reasoning effort (`none`: no thinking).
+pub fn thinking_budget(req: &Request) -> Option<u64> {
+    req.reasoning_budget.or_else(|| match req.reasoning_effort.as_deref()? {
+        "none" => None,
+        "minimal" | "low" => Some(1024),
+        "medium" => Some(4096),
+        _ => Some(16_384),
+    })
 }
 
 pub(super) fn write_block(p: &Part) -> Option<Value> {

@@ -138,6 +138,10 @@ fn reasoning_effort_becomes_a_thinking_budget_with_room_to_answer() {
     assert_eq!(out["thinking"], json!({"type": "enabled", "budget_tokens": 16384}));
     assert_eq!(out["max_tokens"], json!(16384 + 4096));
     assert!(out.get("temperature").is_none(), "Anthropic refuses temperature with thinking");
+    let none = json!({"model": "m", "reasoning_effort": "none", "temperature": 1, "messages": [{"role": "user", "content": "hi"}]});
+    let out = translate_request(Protocol::OpenaiChat, none, Protocol::Anthropic, "claude");
+    assert!(out.get("thinking").is_none(), "effort none asks for no thinking: {out}");
+    assert_eq!(out["temperature"], json!(1.0));
 }
 
 #[test]
@@ -473,43 +477,90 @@ fn anthropic_text(out: &[u8]) -> String {
         .collect()
 }
 
-#[test]
-fn a_continuation_joins_the_client_stream_without_its_start_or_repeated_whitespace() {
+/// A translator (OpenAI upstream, Anthropic client) that sent `sent` and
+/// now reads a continuation; the frames the client got so far.
+fn continuing_after(sent: &str) -> (StreamTranslator, Vec<u8>) {
     let mut t = StreamTranslator::new(Protocol::OpenaiChat, Protocol::Anthropic, 0).with_transcript();
-    let chunk = |delta: Value| {
-        sse::frame(None, &json!({"id": "c", "model": "m", "choices": [{"index": 0, "delta": delta}]}).to_string())
-    };
-    let mut out = t.chunk(&chunk(json!({"role": "assistant", "content": "Hello "}))).unwrap().to_vec();
-    assert_eq!(t.continuable(), Some("Hello "));
+    let first =
+        json!({"id": "c", "model": "m", "choices": [{"index": 0, "delta": {"role": "assistant", "content": sent}}]});
+    let out = t.chunk(&sse::frame(None, &first.to_string())).unwrap().to_vec();
+    assert_eq!(t.continuable(), Some(sent));
     // The continuation speaks the client's protocol (Anthropic) and starts anew.
     t.continue_from(Protocol::Anthropic);
-    let continuation = [
-        sse::frame(
-            Some("message_start"),
-            r#"{"type":"message_start","message":{"id":"msg_2","model":"claude","content":[],"usage":{"input_tokens":3,"output_tokens":0}}}"#,
-        ),
-        sse::frame(
-            Some("content_block_start"),
-            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
-        ),
-        sse::frame(
-            Some("content_block_delta"),
-            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" world"}}"#,
-        ),
+    let start = r#"{"type":"message_start","message":{"id":"msg_2","model":"claude","content":[],"usage":{"input_tokens":3,"output_tokens":0}}}"#;
+    let block = r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#;
+    let mut out = out;
+    out.extend_from_slice(&t.chunk(&sse::frame(Some("message_start"), start)).unwrap());
+    out.extend_from_slice(&t.chunk(&sse::frame(Some("content_block_start"), block)).unwrap());
+    (t, out)
+}
+
+/// An Anthropic text delta.
+fn text_delta(text: &str) -> Bytes {
+    let delta = json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}});
+    sse::frame(Some("content_block_delta"), &delta.to_string())
+}
+
+/// The Anthropic frames that end an answer.
+fn anthropic_end() -> [Bytes; 2] {
+    [
         sse::frame(
             Some("message_delta"),
             r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}"#,
         ),
         sse::frame(Some("message_stop"), r#"{"type":"message_stop"}"#),
-    ];
-    for frame in continuation {
-        out.extend_from_slice(&t.chunk(&frame).unwrap());
+    ]
+}
+
+/// Feeds `frames` and the end of the stream; what the client got, or the
+/// failure.
+fn feed(t: &mut StreamTranslator, out: &mut Vec<u8>, frames: &[Bytes]) -> Result<(), StreamFailed> {
+    for frame in frames {
+        out.extend_from_slice(&t.chunk(frame)?);
     }
-    out.extend_from_slice(&t.finish().unwrap());
+    out.extend_from_slice(&t.finish()?);
+    Ok(())
+}
+
+#[test]
+fn a_continuation_joins_the_client_stream_without_its_start_or_repeated_whitespace() {
+    let (mut t, mut out) = continuing_after("Hello ");
+    let [delta, stop] = anthropic_end();
+    feed(&mut t, &mut out, &[text_delta(" world"), delta, stop]).unwrap();
     let text = String::from_utf8(out.clone()).unwrap();
     assert_eq!(text.matches("event: message_start").count(), 1, "{text}");
     assert_eq!(text.matches("event: message_stop").count(), 1, "{text}");
     assert_eq!(anthropic_text(&out), "Hello world", "the prefix's trailing space is not doubled");
+}
+
+#[test]
+fn a_continuation_that_starts_the_answer_over_drops_the_repeat() {
+    let (mut t, mut out) = continuing_after("the quick brown fo");
+    let [delta, stop] = anthropic_end();
+    let restart = [text_delta("the quick "), text_delta("brown"), text_delta(" fox jumps"), delta, stop];
+    feed(&mut t, &mut out, &restart).unwrap();
+    assert_eq!(anthropic_text(&out), "the quick brown fox jumps", "never the text twice");
+}
+
+#[test]
+fn a_real_continuation_that_begins_like_the_answer_is_held_only_until_it_differs() {
+    let (mut t, mut out) = continuing_after("Yes. Yes, it works");
+    // "Yes" could be the answer starting over: held until the next text tells.
+    let held = t.chunk(&text_delta("Yes")).unwrap();
+    assert_eq!(anthropic_text(&held), "");
+    out.extend_from_slice(&held);
+    let [delta, stop] = anthropic_end();
+    feed(&mut t, &mut out, &[text_delta(", really."), delta, stop]).unwrap();
+    assert_eq!(anthropic_text(&out), "Yes. Yes, it worksYes, really.");
+}
+
+#[test]
+fn a_continuation_that_ends_before_it_can_be_told_from_a_repeat_fails() {
+    let (mut t, mut out) = continuing_after("the quick brown fo");
+    let [delta, stop] = anthropic_end();
+    let err = feed(&mut t, &mut out, &[text_delta("the quick"), delta, stop]).unwrap_err();
+    assert!(err.0.contains("started the answer over"), "{err:?}");
+    assert_eq!(anthropic_text(&out), "the quick brown fo", "nothing of the repeat reached the client");
 }
 
 #[test]
