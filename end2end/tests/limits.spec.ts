@@ -80,7 +80,10 @@ test('Providers switches rate-limit protection; Health lists a protected connect
   await hydrated(page);
   const row = page.locator(`[data-connection-id="${id}"]`);
   // The e2e gateway runs with RATE_LIMIT_AUTO_ENABLE=true: API-key connections are protected.
-  await expect(row.getByTestId('protection')).toHaveText('on (automatic) · 0 waiting · 0 started');
+  // …paced as its queue paces it.
+  await expect(row.getByTestId('protection')).toHaveText(
+    /^on \(automatic\) · ≤ \d+\/min · \d+ ms apart · \d+ at once · 0 waiting · 0 started$/,
+  );
   const choose = async (mode: string) => {
     // The edit panel stays open after a save.
     if (!(await row.getByTestId('edit').evaluate((d) => (d as HTMLDetailsElement).open))) {
@@ -97,7 +100,7 @@ test('Providers switches rate-limit protection; Health lists a protected connect
     );
   expect((await stored()).rateLimitProtection).toBe(false);
   await choose('on');
-  await expect(row.getByTestId('protection')).toHaveText('on · 0 waiting · 0 started');
+  await expect(row.getByTestId('protection')).toHaveText(/^on · ≤ \d+\/min · .* · 0 waiting · 0 started$/);
   expect((await stored()).rateLimitProtection).toBe(true);
   const key = (await (await page.request.post('/api/keys', { data: { name: `queue-${Date.now()}` } })).json()).key;
   const served = await page.request.post('/v1/chat/completions', {

@@ -53,6 +53,10 @@ test('Health charts traffic from real requests, per provider and connection, and
   await expect(chart.locator('g.bucket title').filter({ hasText: '5xx' })).toContainText(/\d+ requests · .*\d+ 5xx/);
   await expect(page.getByTestId('chart-legend').first()).toContainText('429');
   await expect(page.locator('[data-tile="Requests (last hour)"]')).not.toHaveText('0');
+  // Tokens the answers reported, on the tile and in the provider's summary.
+  await expect(page.locator('[data-tile="Tokens (last hour)"]')).toHaveText(/^[\d.]+k? in · [\d.]+k? out$/);
+  await expect(page.locator('[data-tile="Tokens (last hour)"]')).not.toHaveText('0 in · 0 out');
+  await expect(glm.getByTestId('traffic-total')).toContainText(/tokens in.*, [\d.]+k? out/);
 
   // Per connection, on expand; the disclosure stays open across refreshes.
   await glm.getByText('Connections (1)').click();

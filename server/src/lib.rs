@@ -115,6 +115,9 @@ async fn seeded_traffic(db: &sea_orm::DatabaseConnection, now: i64) -> anyhow::R
         ttfb_ms: r.ttfb_ms,
         stream: r.stream,
         wait_ms: r.wait_ms,
+        prompt_tokens: r.prompt_tokens,
+        completion_tokens: r.completion_tokens,
+        cached_tokens: r.cached_tokens,
         ..AttemptRecord::default()
     });
     traffic.add(records.collect::<Vec<_>>().iter().filter_map(AttemptRecord::sample));

@@ -334,10 +334,20 @@ async fn the_protection_switch_is_three_state_and_only_post_changes_it() {
     let (status, body) = set_protection(&gw, json!({"connectionId": id, "enabled": false})).await;
     assert_eq!((status, &body["protected"]), (200, &json!(false)), "false opts out under auto-enable");
     assert_eq!(enabled(&gw.get_json("/api/rate-limits").await), json!(false));
+    assert_eq!(gw.get_json("/api/rate-limits").await["connections"][0]["pacing"], Value::Null, "no pace when off");
     gw.chat(chat_body("openai/gpt-4o-mini", false), None).await;
     assert!(gw.state.admission.queues.snapshot().is_empty(), "an opted-out connection has no queue");
     let (_, body) = set_protection(&gw, json!({"connectionId": id, "enabled": null})).await;
     assert_eq!((&body["enabled"], &body["protected"]), (&Value::Null, &json!(true)), "null follows auto-enable again");
+    // Protected: the pace its queue keeps, the connection's overrides applied.
+    let pace = |list: Value| list["connections"][0]["pacing"].clone();
+    let defaults = pace(gw.get_json("/api/rate-limits").await);
+    assert_eq!((&defaults["requestsPerMinute"], &defaults["minTimeBetweenRequestsMs"]), (&json!(60), &json!(350)));
+    let overrides = json!({"rateLimitOverrides": {"rpm": 20, "minTimeBetweenRequestsMs": 3000}});
+    let resp = gw.api(Method::PUT, &format!("/api/providers/{id}")).json(&overrides).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let own = pace(gw.get_json("/api/rate-limits").await);
+    assert_eq!((&own["requestsPerMinute"], &own["minTimeBetweenRequestsMs"]), (&json!(20), &json!(3000)));
     // Bad input changes nothing.
     for (bad, field) in [
         (json!({"connectionId": "nope", "enabled": true}), "connectionId"),

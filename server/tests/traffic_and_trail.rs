@@ -53,6 +53,8 @@ async fn trails_refusals_and_traffic_come_from_real_requests() {
     let rows = trail(&gw, &id).await;
     assert_eq!(summary(&rows), [(Some("a"), 503, Some("server_error"), false), (Some("b"), 200, None, false)]);
     assert!(rows.iter().all(|r| r["requestId"] == id.as_str()));
+    let spent = (rows[1]["promptTokens"].as_u64().unwrap(), rows[1]["completionTokens"].as_u64().unwrap());
+    assert!(spent.0 > 0 && spent.1 > 0, "{rows:?}");
 
     // Both fail with a breaker that opens at once; the next request is refused before any call.
     let patch = json!({"providerBreaker": {"apikey": {"failureThreshold": 1, "degradationThreshold": null}}});
@@ -87,6 +89,9 @@ async fn trails_refusals_and_traffic_come_from_real_requests() {
     let band: Vec<_> = openai["breaker"].as_array().unwrap().iter().map(|s| s["state"].as_str().unwrap()).collect();
     assert_eq!(band.last(), Some(&"OPEN"), "{band:?}");
     assert_eq!(t["lastHour"]["ok"], 1);
+    let tokens = |p: &Value| (p["inputTokens"].as_u64().unwrap(), p["outputTokens"].as_u64().unwrap());
+    assert_eq!(tokens(total), spent, "the served attempt's tokens, and nothing for the failures");
+    assert_eq!(tokens(&t["lastHour"]), spent);
     let day = gw.get_json("/api/monitoring/traffic?window=24h").await;
     assert_eq!(day["providers"][0]["series"]["points"].as_array().unwrap().len(), 48);
 

@@ -83,7 +83,26 @@ pub fn describe(p: &TrafficPoint) -> String {
     if let (Some(p50), Some(p95)) = (p.p50_ms, p.p95_ms) {
         parts.push(format!("p50 {p50} ms, p95 {p95} ms"));
     }
+    if p.input_tokens + p.output_tokens > 0 {
+        parts.push(tokens_in_out(p));
+    }
     parts.join(" · ")
+}
+
+/// A token count as people read it: 950, 12.3k, 4.1M.
+pub fn token_count(n: u64) -> String {
+    match n {
+        0..1_000 => n.to_string(),
+        1_000..1_000_000 => format!("{:.1}k", n as f64 / 1e3),
+        _ => format!("{:.1}M", n as f64 / 1e6),
+    }
+}
+
+/// "12.3k tokens in (8.0k cached) · 1.2k out".
+fn tokens_in_out(p: &TrafficPoint) -> String {
+    let cached =
+        if p.cached_tokens > 0 { format!(" ({} cached)", token_count(p.cached_tokens)) } else { String::new() };
+    format!("{} tokens in{cached}, {} out", token_count(p.input_tokens), token_count(p.output_tokens))
 }
 
 /// A latency line: `M`/`L` commands, broken where a bucket had none.

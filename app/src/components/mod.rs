@@ -9,7 +9,7 @@ mod shell;
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
-pub use chart::{ChartLegend, ChartTable, Frame, TrafficChart, describe};
+pub use chart::{ChartLegend, ChartTable, Frame, TrafficChart, describe, token_count};
 pub use confirm::{CONFIRM_BUTTON, Confirm};
 pub use error_detail::ErrorDetail;
 pub use form_errors::{FieldNote, FieldNotes, FormErrors};

@@ -76,7 +76,8 @@ fn protection_text(c: &ConnectionView, live: &Live) -> String {
     if !p.enabled {
         return format!("off{why}");
     }
-    format!("on{why} · {} waiting · {} started", p.queued, p.running)
+    let pace = p.pacing.as_ref().map(|pace| format!(" · {}", pace.describe())).unwrap_or_default();
+    format!("on{why}{pace} · {} waiting · {} started", p.queued, p.running)
 }
 
 /// The protection choice of the edit form: automatic, on or off.

@@ -8,7 +8,7 @@ use leptos_router::hooks::use_query_map;
 
 use crate::{
     api::get_traffic,
-    components::{ChartLegend, ChartTable, Frame, LoadFailed, Loading, REFRESH_TICKS, TrafficChart},
+    components::{ChartLegend, ChartTable, Frame, LoadFailed, Loading, REFRESH_TICKS, TrafficChart, token_count},
     types::traffic::{ProviderTraffic, TRAFFIC_WINDOWS, TrafficPoint, TrafficReport},
 };
 
@@ -92,6 +92,7 @@ fn delta(now: f64, before: f64, unit: &str, digits: usize) -> String {
 fn Tiles(now: TrafficPoint, before: TrafficPoint) -> impl IntoView {
     let p95 = |p: &TrafficPoint| f64::from(p.p95_ms.unwrap_or(0));
     let wait = |p: &TrafficPoint| f64::from(p.wait_p95_ms.unwrap_or(0));
+    let tokens = |p: &TrafficPoint| (p.input_tokens + p.output_tokens) as f64;
     let tiles = [
         (
             "Requests (last hour)",
@@ -113,9 +114,14 @@ fn Tiles(now: TrafficPoint, before: TrafficPoint) -> impl IntoView {
             now.wait_p95_ms.map_or("–".to_owned(), |ms| format!("{ms} ms")),
             delta(wait(&now), wait(&before), " ms", 0),
         ),
+        (
+            "Tokens (last hour)",
+            format!("{} in · {} out", token_count(now.input_tokens), token_count(now.output_tokens)),
+            delta(tokens(&now), tokens(&before), "", 0),
+        ),
     ];
     view! {
-        <ul class="grid grid-cols-1 sm:grid-cols-2 lg:grid-cols-4 gap-3 mb-4" data-testid="traffic-tiles" title="The gateway's wait is its own hold before an attempt: request queue, concurrency slot, cooldown and combo waits.">
+        <ul class="grid grid-cols-1 sm:grid-cols-2 lg:grid-cols-5 gap-3 mb-4" data-testid="traffic-tiles" title="The gateway's wait is its own hold before an attempt: request queue, concurrency slot, cooldown and combo waits. Tokens are what the upstreams' answers reported, input and output.">
             {tiles
                 .into_iter()
                 .map(|(label, value, change)| {

@@ -48,6 +48,37 @@ pub struct RateLimitStatus {
     pub queued: u32,
     /// Requests its queues started that have no answer yet.
     pub running: u32,
+    /// How its queue paces starts, while protection is on.
+    #[serde(default)]
+    pub pacing: Option<Pacing>,
+}
+
+/// A protected connection's pace: the global request-queue settings with
+/// its own rate-limit overrides applied, and an upstream's pause.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Pacing {
+    pub requests_per_minute: u64,
+    pub min_time_between_requests_ms: u64,
+    pub concurrent_requests: u64,
+    /// Nothing starts for this long: the upstream said to wait (its
+    /// rate-limit headers or a 429), or this minute's starts are used up.
+    pub paused_for_ms: Option<u64>,
+}
+
+impl Pacing {
+    /// "≤ 60/min · 350 ms apart · 1 at once · paused 12 s".
+    pub fn describe(&self) -> String {
+        let mut parts = vec![
+            format!("≤ {}/min", self.requests_per_minute),
+            format!("{} ms apart", self.min_time_between_requests_ms),
+            format!("{} at once", self.concurrent_requests),
+        ];
+        if let Some(ms) = self.paused_for_ms.filter(|ms| *ms > 0) {
+            parts.push(format!("paused {} s", ms.div_ceil(1000)));
+        }
+        parts.join(" · ")
+    }
 }
 
 /// `GET /api/rate-limits`.
@@ -96,5 +127,18 @@ mod tests {
             assert_eq!(parse_protection(protection_mode(stored)), Ok(stored));
         }
         assert_eq!(parse_protection("maybe").unwrap_err().field, "protection");
+    }
+
+    #[test]
+    fn a_pace_reads_as_a_sentence_and_names_a_pause() {
+        let pace = Pacing {
+            requests_per_minute: 60,
+            min_time_between_requests_ms: 350,
+            concurrent_requests: 1,
+            paused_for_ms: None,
+        };
+        assert_eq!(pace.describe(), "≤ 60/min · 350 ms apart · 1 at once");
+        let paused = Pacing { paused_for_ms: Some(11_200), ..pace };
+        assert_eq!(paused.describe(), "≤ 60/min · 350 ms apart · 1 at once · paused 12 s");
     }
 }

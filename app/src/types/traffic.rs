@@ -33,6 +33,14 @@ pub struct TrafficPoint {
     /// (request queue, concurrency slot, cooldown and combo waits), ms.
     #[serde(default)]
     pub wait_p95_ms: Option<u32>,
+    /// Tokens the attempts spent, as their answers reported them: input
+    /// (cached included), output, and the cached part of the input.
+    #[serde(default)]
+    pub input_tokens: u64,
+    #[serde(default)]
+    pub output_tokens: u64,
+    #[serde(default)]
+    pub cached_tokens: u64,
 }
 
 impl TrafficPoint {

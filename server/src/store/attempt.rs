@@ -55,7 +55,8 @@ impl AttemptRecord {
         let connection_id = self.connection_id.as_deref().filter(|_| !self.refused)?;
         Some(
             Sample::new(&self.provider, connection_id, self.created_at, self.status, self.latency())
-                .waited(self.wait_ms),
+                .waited(self.wait_ms)
+                .spent(self.prompt_tokens, self.completion_tokens, self.cached_tokens),
         )
     }
 

@@ -1,7 +1,7 @@
 //! Traffic over time for Health's charts: per provider and connection,
 //! per minute of the last day, upstream attempts by outcome class and a
 //! latency histogram (and one of the gateway's own waits before each
-//! attempt). The request log's writer feeds it the rows it
+//! attempt), and the tokens the attempts spent. The request log's writer feeds it the rows it
 //! stores (in batches, off the request path), and it is seeded from
 //! `proxy_logs` once at start, so a page view reads memory and never
 //! scans the log. Refused requests (no upstream call) are not traffic:
@@ -35,6 +35,8 @@ struct Bucket {
     latency: [u32; BINS],
     /// The gateway's own hold before each attempt (`waitMs`).
     wait: [u32; BINS],
+    /// Input, output and cached input tokens, as the answers reported them.
+    tokens: [u64; 3],
 }
 
 /// The bin of a duration.
@@ -50,12 +52,14 @@ impl Bucket {
         }
         self.latency[bin(s.latency_ms)] += 1;
         self.wait[bin(s.wait_ms)] += 1;
+        self.tokens.iter_mut().zip(s.tokens).for_each(|(a, b)| *a += b);
     }
 
     fn merge(&mut self, other: &Bucket) {
         self.outcomes.iter_mut().zip(other.outcomes).for_each(|(a, b)| *a += b);
         self.latency.iter_mut().zip(other.latency).for_each(|(a, b)| *a += b);
         self.wait.iter_mut().zip(other.wait).for_each(|(a, b)| *a += b);
+        self.tokens.iter_mut().zip(other.tokens).for_each(|(a, b)| *a += b);
     }
 
     /// The `q` quantile of a histogram, interpolated inside its bin.
@@ -80,6 +84,7 @@ impl Bucket {
 
     fn point(&self) -> TrafficPoint {
         let [ok, client_errors, rate_limited, server_errors, transport] = self.outcomes;
+        let [input_tokens, output_tokens, cached_tokens] = self.tokens;
         TrafficPoint {
             ok,
             client_errors,
@@ -89,6 +94,9 @@ impl Bucket {
             p50_ms: Self::quantile(&self.latency, 0.5),
             p95_ms: Self::quantile(&self.latency, 0.95),
             wait_p95_ms: Self::quantile(&self.wait, 0.95),
+            input_tokens,
+            output_tokens,
+            cached_tokens,
         }
     }
 }
@@ -105,11 +113,19 @@ pub struct Sample<'a> {
     status: i32,
     latency_ms: i64,
     wait_ms: i64,
+    /// Input, output, cached input.
+    tokens: [u64; 3],
 }
 
 impl<'a> Sample<'a> {
     pub fn new(provider: &'a str, connection_id: &'a str, at: i64, status: i32, latency_ms: i64) -> Self {
-        Self { provider, connection_id, at, status, latency_ms, wait_ms: 0 }
+        Self { provider, connection_id, at, status, latency_ms, wait_ms: 0, tokens: [0; 3] }
+    }
+
+    /// The attempt spent these tokens (unknown counts as none).
+    pub fn spent(self, input: Option<i64>, output: Option<i64>, cached: Option<i64>) -> Self {
+        let n = |t: Option<i64>| u64::try_from(t.unwrap_or(0)).unwrap_or(0);
+        Self { tokens: [n(input), n(output), n(cached)], ..self }
     }
 
     /// The gateway held the request `wait_ms` before the attempt.

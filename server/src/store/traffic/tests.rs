@@ -101,3 +101,23 @@ fn the_gateways_own_wait_has_its_percentile() {
     assert!((2_000..=3_000).contains(&last_hour.wait_p95_ms.unwrap()), "{last_hour:?}");
     assert_eq!(last_hour.p95_ms, Some(10), "the latency stays the attempt's own");
 }
+
+#[test]
+fn tokens_add_up_per_connection_provider_and_hour() {
+    let t = Traffic::default();
+    let spent = |connection, at, input, output, cached| AttemptRecord {
+        prompt_tokens: Some(input),
+        completion_tokens: Some(output),
+        cached_tokens: cached,
+        ..row("p", connection, at, 200, 10)
+    };
+    let failed = AttemptRecord { prompt_tokens: None, ..row("p", "a", NOW, 503, 10) };
+    add(&t, &[spent("a", NOW, 1_000, 50, Some(800)), spent("b", NOW, 200, 20, None), failed]);
+    add(&t, &[spent("a", NOW - 3_600_000, 7, 3, None)]);
+    let r = report(&t, "1h");
+    let total = &r.providers[0].series.total;
+    assert_eq!((total.input_tokens, total.output_tokens, total.cached_tokens), (1_200, 70, 800));
+    let a = &r.providers[0].connections[0].series.total;
+    assert_eq!((a.input_tokens, a.output_tokens), (1_000, 50));
+    assert_eq!((r.last_hour.input_tokens, r.previous_hour.input_tokens), (1_200, 7));
+}
