@@ -26,6 +26,11 @@
 //!    `server/benches/request_queue.rs`), and the RSS of 1,000 requests
 //!    waiting in it (`protection`).
 //!
+//! 7. one worker against the bare relay: a second gateway process with
+//!    `OMNIROUTE_WORKERS=1` (the relay has one thread) in paired throughput
+//!    rounds with `relay`: the gateway's throughput as a share of the
+//!    least any proxy costs.
+//!
 //! With `--against OMNIROUTE_BINARY` (another build of the gateway, say
 //! the parent commit's release binary), paired throughput rounds of this
 //! gateway and that one on the same fake: the A/B of a change in one run.
@@ -103,6 +108,7 @@ pub fn run(against: Option<&std::path::Path>) -> anyhow::Result<()> {
         key: None,
     };
     let mut report = measure(&direct, &through, &translated, &relay_target, gateway.pid())?;
+    report["oneWorkerVsRelay"] = one_worker_vs_relay(&bin.join("omniroute"), &relay_target, &fake_url, &out_dir, &env)?;
     if let Some(baseline) = against {
         report["against"] = against_baseline(baseline, &through, &fake_url, &out_dir, &env)?;
     }
@@ -136,6 +142,52 @@ pub fn run(against: Option<&std::path::Path>) -> anyhow::Result<()> {
 
 /// This gateway against `baseline` (another build of it) on the same fake
 /// upstream: paired throughput rounds, this one's rate over the baseline's.
+/// Another gateway process (`omniroute`, with `env`) on the same fake, in
+/// its own data dir under `out_dir/name`, set up like the first: it runs
+/// `measure` and is stopped and its data removed afterwards.
+fn with_another_gateway<T>(
+    omniroute: &std::path::Path,
+    name: &'static str,
+    fake_url: &str,
+    out_dir: &std::path::Path,
+    env: &[(&str, &str)],
+    measure: impl FnOnce(&Target, u32) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    let data_dir = out_dir.join(format!("{name}-data"));
+    let _ = std::fs::remove_dir_all(&data_dir);
+    let (gateway, url) = crate::e2e::start_gateway(omniroute, &data_dir, "info", env)?;
+    let (key, _) =
+        tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(setup(&url, fake_url))?;
+    let target = Target { name, url: format!("{url}/v1/chat/completions"), model: "openai/fake-model", key: Some(key) };
+    let measured = measure(&target, gateway.pid());
+    drop(gateway);
+    let _ = std::fs::remove_dir_all(&data_dir);
+    measured
+}
+
+/// Paired throughput rounds of the bare relay and a one-worker gateway.
+fn one_worker_vs_relay(
+    omniroute: &std::path::Path,
+    relay: &Target,
+    fake_url: &str,
+    out_dir: &std::path::Path,
+    env: &[(&str, &str)],
+) -> anyhow::Result<Value> {
+    let env: Vec<(&str, &str)> = env.iter().copied().chain([("OMNIROUTE_WORKERS", "1")]).collect();
+    let r = with_another_gateway(omniroute, "one-worker", fake_url, out_dir, &env, |one, pid| {
+        step(&format!("one worker vs the bare relay (c=32, {ROUNDS} paired rounds)"));
+        throughput_rounds(relay, one, pid)
+    })?;
+    let p = percentile;
+    Ok(json!({
+        "relayRps": p(&r.direct_rps, 0.5),
+        "oneWorkerRps": p(&r.gateway_rps, 0.5),
+        "ratio": p(&r.ratios, 0.5),
+        "roundRatios": r.ratios,
+        "cpuMicrosPerRequest": r.cpu_us_per_req,
+    }))
+}
+
 fn against_baseline(
     baseline: &std::path::Path,
     this: &Target,
@@ -143,17 +195,10 @@ fn against_baseline(
     out_dir: &std::path::Path,
     env: &[(&str, &str)],
 ) -> anyhow::Result<Value> {
-    let data_dir = out_dir.join("baseline-data");
-    let _ = std::fs::remove_dir_all(&data_dir);
-    let (gateway, url) = crate::e2e::start_gateway(baseline, &data_dir, "info", env)?;
-    let (key, _) =
-        tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(setup(&url, fake_url))?;
-    let other =
-        Target { name: "baseline", url: format!("{url}/v1/chat/completions"), model: this.model, key: Some(key) };
-    step(&format!("A/B: this gateway vs {} (c=32, {ROUNDS} paired rounds)", baseline.display()));
-    let r = throughput_rounds(this, &other, gateway.pid())?;
-    drop(gateway);
-    let _ = std::fs::remove_dir_all(&data_dir);
+    let r = with_another_gateway(baseline, "baseline", fake_url, out_dir, env, |other, pid| {
+        step(&format!("A/B: this gateway vs {} (c=32, {ROUNDS} paired rounds)", baseline.display()));
+        throughput_rounds(this, other, pid)
+    })?;
     let p = percentile;
     let ratios: Vec<f64> = r.ratios.iter().map(|b| 1.0 / b.max(f64::MIN_POSITIVE)).collect();
     Ok(json!({
@@ -386,6 +431,12 @@ fn print_report(r: &Value) {
             f("/against/ratio")
         );
     }
+    println!(
+        "one worker vs relay  relay  {:>8.0} req/s   gateway {:>8.0} req/s   ratio {:.3} (median of paired rounds; target ≥ 0.5)",
+        f("/oneWorkerVsRelay/relayRps"),
+        f("/oneWorkerVsRelay/oneWorkerRps"),
+        f("/oneWorkerVsRelay/ratio")
+    );
     println!(
         "throughput c=32      direct {:>8.0} req/s   gateway {:>8.0} req/s   ratio {:.3} (median of rounds)",
         f("/throughput/directRps"),

@@ -144,21 +144,24 @@ pub async fn recent_attempts(db: &DatabaseConnection, since: i64) -> Result<Vec<
 }
 
 /// Deletes all but the newest `keep` rows; returns how many went.
+///
+/// Ids only grow, one per row, so the cutoff is the newest id less `keep`:
+/// one index lookup and a range delete of what goes, never a count or an
+/// `OFFSET` walk over the rows kept (those cost a scan of the whole
+/// retention on every prune, several times a second under load). Ids a
+/// failed insert skipped (Postgres sequences) make it keep a few less.
 pub async fn prune(db: &DatabaseConnection, keep: u64) -> Result<u64, DbErr> {
-    let total = proxy_log::Entity::find().count(db).await?;
-    if total <= keep {
-        return Ok(0);
-    }
-    let cutoff: Option<i64> = proxy_log::Entity::find()
+    let newest: Option<Option<i64>> = proxy_log::Entity::find()
         .select_only()
-        .column(proxy_log::Column::Id)
-        .order_by_desc(proxy_log::Column::Id)
-        .offset(keep)
-        .limit(1)
+        .column_as(proxy_log::Column::Id.max(), "newest")
         .into_tuple()
         .one(db)
         .await?;
-    let Some(cutoff) = cutoff else { return Ok(0) };
+    let Some(newest) = newest.flatten() else { return Ok(0) };
+    let cutoff = newest.saturating_sub(i64::try_from(keep).unwrap_or(i64::MAX));
+    if cutoff <= 0 {
+        return Ok(0);
+    }
     let res = proxy_log::Entity::delete_many().filter(proxy_log::Column::Id.lte(cutoff)).exec(db).await?;
     Ok(res.rows_affected)
 }
