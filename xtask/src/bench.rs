@@ -2,6 +2,10 @@
 //! one run, on one machine. Reports ratios and differences, not absolute
 //! numbers: the load generator, the gateway and the fake share the cores.
 //!
+//! Every gateway is measured at its steady state: its request log is first
+//! filled to retention (`OMNIROUTE_LOG_RETENTION_ROWS=50000`), so the log
+//! writer prunes as it does once a gateway has served a while.
+//!
 //! Phases (run by the release-built `loadgen`; the machine is shared and
 //! noisy, so direct and gateway measurements are interleaved):
 //! 1. throughput: c=32 non-stream requests, 3 rounds of (direct 4 s,
@@ -79,7 +83,11 @@ pub fn run(against: Option<&std::path::Path>) -> anyhow::Result<()> {
     let _ = std::fs::remove_dir_all(&data_dir);
     std::fs::create_dir_all(&out_dir)?;
     // Request-queue protection is off for every phase but its own.
-    let env = [("OMNIROUTE_MANAGEMENT_KEY", MGMT_KEY), ("RATE_LIMIT_AUTO_ENABLE", "false")];
+    let env = [
+        ("OMNIROUTE_MANAGEMENT_KEY", MGMT_KEY),
+        ("RATE_LIMIT_AUTO_ENABLE", "false"),
+        ("OMNIROUTE_LOG_RETENTION_ROWS", LOG_RETENTION),
+    ];
     eprintln!("request-queue protection: off (RATE_LIMIT_AUTO_ENABLE=false) except in the protection phase");
     let (gateway, fake, gw_url, fake_url) = start_stack("release", &data_dir, "info", &env)?;
     let (key, connection_id) =
@@ -107,6 +115,7 @@ pub fn run(against: Option<&std::path::Path>) -> anyhow::Result<()> {
         model: "fake-model",
         key: None,
     };
+    fill_log(&through)?;
     let mut report = measure(&direct, &through, &translated, &relay_target, gateway.pid())?;
     report["oneWorkerVsRelay"] = one_worker_vs_relay(&bin.join("omniroute"), &relay_target, &fake_url, &out_dir, &env)?;
     if let Some(baseline) = against {
@@ -159,6 +168,7 @@ fn with_another_gateway<T>(
     let (key, _) =
         tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(setup(&url, fake_url))?;
     let target = Target { name, url: format!("{url}/v1/chat/completions"), model: "openai/fake-model", key: Some(key) };
+    fill_log(&target)?;
     let measured = measure(&target, gateway.pid());
     drop(gateway);
     let _ = std::fs::remove_dir_all(&data_dir);
@@ -346,14 +356,41 @@ fn compare(phase: &Value, name: &str) -> Value {
     })
 }
 
-/// Runs one `loadgen` phase (against `t`, alternating with `vs` when
-/// given) and parses its JSON line.
-fn loadgen(t: &Target, mode: &str, vs: Option<&Target>) -> anyhow::Result<Value> {
+/// `loadgen` aimed at `t` in `mode`.
+fn loadgen_cmd(t: &Target, mode: &str) -> Command {
     let mut cmd = Command::new(util::target_dir().join("release/loadgen"));
     cmd.args(["--url", &t.url, "--model", t.model, "--mode", mode]);
     if let Some(k) = &t.key {
         cmd.args(["--key", k]);
     }
+    cmd
+}
+
+/// Rows every bench gateway keeps in its request log
+/// (`OMNIROUTE_LOG_RETENTION_ROWS`).
+const LOG_RETENTION: &str = "50000";
+/// Seconds of load that fill a log to [`LOG_RETENTION`] on this machine.
+const FILL_SECS: &str = "10";
+
+/// Brings a gateway to its steady state before it is measured: its
+/// request log at retention, so the log writer prunes as it does once a
+/// gateway has served a while (a fresh log never does).
+fn fill_log(t: &Target) -> anyhow::Result<()> {
+    step(&format!("{}: filling the request log to its retention ({LOG_RETENTION} rows)", t.name));
+    let mut cmd = loadgen_cmd(t, "throughput");
+    cmd.args(["--secs", FILL_SECS, "--warmup", "0"]);
+    let out: Value = serde_json::from_str(util::output(&mut cmd)?.trim())?;
+    let completed = out["completed"].as_u64().unwrap_or(0);
+    if completed < LOG_RETENTION.parse::<u64>()? {
+        bail!("{} served {completed} requests in {FILL_SECS} s: the log is not at retention", t.name);
+    }
+    Ok(())
+}
+
+/// Runs one `loadgen` phase (against `t`, alternating with `vs` when
+/// given) and parses its JSON line.
+fn loadgen(t: &Target, mode: &str, vs: Option<&Target>) -> anyhow::Result<Value> {
+    let mut cmd = loadgen_cmd(t, mode);
     if let Some(v) = vs {
         cmd.args(["--vs-url", &v.url, "--vs-model", v.model]);
         if let Some(k) = &v.key {

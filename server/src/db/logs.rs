@@ -4,8 +4,7 @@
 use super::entities::proxy_log;
 use app::types::{StatusClass, usage::UsageGroupBy};
 use sea_orm::{
-    ColumnTrait, DatabaseConnection, DbErr, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
-    TransactionTrait,
+    ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect, TransactionTrait,
     sea_query::{Expr, ExprTrait, Func, LikeExpr, SimpleExpr},
 };
 
