@@ -76,6 +76,15 @@ test('connection, key, proxied request and log row, all from the browser (JS on)
   await filters.getByLabel('Status').selectOption('5xx');
   await filters.getByRole('button', { name: 'Filter' }).click();
   await expect(page.getByTestId('logs-empty')).toHaveText('No requests match these filters.');
+  // Clear filters empties the inputs too: the next Filter applies nothing old.
+  await filters.getByRole('link', { name: 'Clear filters' }).click();
+  await expect(page).toHaveURL(/\/logs$/);
+  await expect(filters.getByLabel('Connection')).toHaveValue('');
+  await expect(filters.getByLabel('Model')).toHaveValue('');
+  await expect(filters.getByLabel('Status')).toHaveValue('');
+  await filters.getByRole('button', { name: 'Filter' }).click();
+  await expect(page).not.toHaveURL(/connection=E2E|status=5xx/);
+  await expect(page.locator(`tr[data-request-id="${requestId}"]`)).toBeVisible();
 });
 
 test('every navigation page is reachable and hydrates under its Content-Security-Policy', async ({ page }) => {

@@ -31,8 +31,15 @@ test('API keys: create one with scopes and allowed connections, see them listed,
   await expect(modal).toHaveCount(1);
   await expect(modal).toBeVisible();
   await expect(modal).toContainText('Clients using it are refused');
+  // Centred in the viewport, the focus on Cancel; Escape gives it back.
+  const box = (await modal.boundingBox())!;
+  const viewport = page.viewportSize()!;
+  expect(Math.abs(box.x + box.width / 2 - viewport.width / 2)).toBeLessThan(2);
+  expect(Math.abs(box.y + box.height / 2 - viewport.height / 2)).toBeLessThan(2);
+  await expect(modal.getByRole('button', { name: 'Cancel' })).toBeFocused();
   await page.keyboard.press('Escape');
   await expect(modal).toHaveCount(0);
+  await expect(row.getByText('Revoke', { exact: true })).toBeFocused();
   await row.getByText('Revoke', { exact: true }).click();
   await modal.getByRole('button', { name: 'Cancel' }).click();
   await expect(modal).toHaveCount(0);

@@ -65,6 +65,9 @@ async fn pages_are_compressed_and_the_bundle_is_versioned_and_immutable() {
     let icon = gw.http.get(format!("{}/favicon.svg", gw.url)).send().await.unwrap();
     assert_eq!(icon.status(), StatusCode::OK);
     assert_eq!(icon.headers()["content-type"], "image/svg+xml");
+    let ico = gw.http.get(format!("{}/favicon.ico", gw.url)).send().await.unwrap();
+    assert_eq!(ico.status(), StatusCode::OK, "the icon browsers ask for on their own, never a sign-in redirect");
+    assert_eq!(ico.headers()["content-type"], "image/svg+xml");
     gw.stop().await;
 }
 

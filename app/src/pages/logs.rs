@@ -94,6 +94,10 @@ fn TrailHeading(id: String) -> impl IntoView {
 }
 
 #[component]
+/// The filter form. Each input follows the address (`prop:` as well as
+/// the attribute): once typed in, an input's value no longer follows its
+/// attribute, so "Clear filters" would leave the old text in it and the
+/// next Filter would apply it again.
 fn Filters(search: Memo<LogSearch>) -> impl IntoView {
     let (status, _) = query_signal::<String>("status");
     let (window, _) = query_signal::<String>("window");
@@ -102,15 +106,15 @@ fn Filters(search: Memo<LogSearch>) -> impl IntoView {
         <Form method="GET" action="" attr:class="flex flex-wrap gap-2 items-end mb-4" attr:data-testid="log-filters">
             <label class="flex flex-col text-sm">
                 "Provider"
-                <input name="provider" value=text(|s| s.provider.clone()) class=INPUT />
+                <input name="provider" value=text(|s| s.provider.clone()) prop:value=text(|s| s.provider.clone()) class=INPUT />
             </label>
             <label class="flex flex-col text-sm">
                 "Connection"
-                <input name="connection" value=text(|s| s.connection.clone()) class=INPUT />
+                <input name="connection" value=text(|s| s.connection.clone()) prop:value=text(|s| s.connection.clone()) class=INPUT />
             </label>
             <label class="flex flex-col text-sm">
                 "Model"
-                <input name="model" value=text(|s| s.model.clone()) class=INPUT />
+                <input name="model" value=text(|s| s.model.clone()) prop:value=text(|s| s.model.clone()) class=INPUT />
             </label>
             <label class="flex flex-col text-sm">
                 "Status"
@@ -118,7 +122,10 @@ fn Filters(search: Memo<LogSearch>) -> impl IntoView {
                     <option value="">"any"</option>
                     {StatusClass::ALL
                         .into_iter()
-                        .map(|c| view! { <option value=c.as_str() selected=move || status.get().as_deref() == Some(c.as_str())>{c.as_str()}</option> })
+                        .map(|c| {
+                            let chosen = move || status.get().as_deref() == Some(c.as_str());
+                            view! { <option value=c.as_str() selected=chosen prop:selected=chosen>{c.as_str()}</option> }
+                        })
                         .collect_view()}
                 </select>
             </label>
@@ -128,7 +135,10 @@ fn Filters(search: Memo<LogSearch>) -> impl IntoView {
                     <option value="">"all kept"</option>
                     {LOG_WINDOWS
                         .into_iter()
-                        .map(|(key, label, _)| view! { <option value=key selected=move || window.get().as_deref() == Some(key)>{label}</option> })
+                        .map(|(key, label, _)| {
+                            let chosen = move || window.get().as_deref() == Some(key);
+                            view! { <option value=key selected=chosen prop:selected=chosen>{label}</option> }
+                        })
                         .collect_view()}
                 </select>
             </label>

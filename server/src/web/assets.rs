@@ -49,6 +49,8 @@ pub fn router(site_root: &Path, root: &str) -> Router {
         .layer(cache(IMMUTABLE));
     let files = Router::new()
         .route_service("/favicon.svg", ServeFile::new(site_root.join("favicon.svg")))
+        // Browsers ask for /favicon.ico on their own: the same icon.
+        .route_service("/favicon.ico", ServeFile::new(site_root.join("favicon.svg")))
         .route_service("/robots.txt", ServeFile::new(site_root.join("robots.txt")))
         .layer(cache(ONE_DAY));
     bundle.merge(files).layer(CompressionLayer::new())

@@ -205,7 +205,7 @@ pub static RESILIENCE_CARDS: [Card; 14] = [
     Card {
         id: "emergency-fallback",
         title: "Feature flags · Emergency fallback",
-        explain: "Scope: every request. Trigger: no target could serve it — each was excluded (breaker open, cooling, locked, no usable connection) or failed — and no cooldown wait applies. Effect: the request is tried once more on this provider/model, through the same gates, and its answer carries x-omniroute-emergency-fallback; if that fails too, the original error is answered. A request for that very model, or a combo that lists it, does not try it twice. Empty: off. OMNIROUTE_EMERGENCY_FALLBACK=provider/model sets the starting value; =true (a migrated configuration's flag) uses the target saved here, and the gateway refuses to start while none is saved. A value saved here replaces the variable's at once, without a restart.",
+        explain: "Scope: every request. Trigger: no target could serve it — each was excluded (breaker open, cooling, locked, no usable connection) or failed — and no cooldown wait applies. Effect: the request is tried once more on this provider/model, through the same gates, and its answer carries x-omniroute-emergency-fallback; if that fails too, the original error is answered. A request for that very model, or a combo that lists it, does not try it twice. Empty: off. OMNIROUTE_EMERGENCY_FALLBACK set to a provider/model sets the starting value; set to true (a migrated configuration's flag) it uses the target saved here, and the gateway refuses to start while none is saved. A value saved here replaces the variable's at once, without a restart.",
         page: RESILIENCE,
         fields: &[f("emergencyFallback", "Last-resort target (provider/model)", Text)],
     },
