@@ -65,6 +65,13 @@ async fn crud_round_trip_never_returns_the_credential() {
         (Some("renamed"), Some("disabled"), Some("…5555"))
     );
     assert!(c["maxConcurrent"].is_null());
+    // The original's place for the cooling switch works on an edit too, and is not kept as such.
+    let edit = json!({"providerSpecificData": {"disableCooling": false, "rateLimitOverrides": {"rpm": 30}}});
+    let edited: Value =
+        gw.api(Method::PUT, &format!("/api/providers/{id}")).json(&edit).send().await.unwrap().json().await.unwrap();
+    let c = &edited["connection"];
+    assert_eq!((&c["disableCooling"], &c["rateLimitOverrides"]["rpm"]), (&json!(false), &json!(30)), "{c}");
+    assert!(c["providerSpecificData"].is_null(), "{c}");
 
     assert_eq!(gw.api(Method::DELETE, &format!("/api/providers/{id}")).send().await.unwrap().status(), 200);
     assert_eq!(gw.api(Method::GET, &format!("/api/providers/{id}")).send().await.unwrap().status(), 404);
