@@ -252,3 +252,38 @@ async fn new_tokens_put_on_a_subscription_replace_its_token_set() {
     assert_eq!(resp.status(), 400, "an API-key connection takes no refresh token");
     gw.stop().await;
 }
+
+/// A turn of client session `session` on `/v1/messages`; the answer.
+async fn ask_in(gw: &Gateway, session: &str, stream: bool) -> reqwest::Response {
+    let body = json!({"model": MODEL, "max_tokens": 64, "stream": stream,
+                      "messages": [{"role": "user", "content": format!("hi from {session}")}]});
+    let req = gw.http.post(format!("{}/v1/messages", gw.url)).header("x-session-id", session);
+    req.json(&body).send().await.unwrap()
+}
+
+fn served_by(resp: &reqwest::Response) -> String {
+    resp.headers()["x-omniroute-selected-connection-id"].to_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn concurrent_sessions_spread_over_subscription_accounts_and_a_session_keeps_its_account() {
+    let fake = FakeUpstream::start().await.unwrap();
+    let gw = start(&fake, tempfile::tempdir().unwrap()).await;
+    let a = paste(&gw, &fake, "sk-ant-oat01-first", "sk-ant-ort01-first", HOUR_MS).await;
+    let b = paste(&gw, &fake, "sk-ant-oat01-second", "sk-ant-ort01-second", HOUR_MS).await;
+    // The first account's answers stall after a few events: its stream stays open.
+    let stall = Rule { api_key: Some("sk-ant-oat01-first".into()), stall_after_chunks: Some(3), ..Rule::default() };
+    fake.push_rule(stall);
+    let held = ask_in(&gw, "one", true).await;
+    assert_eq!(
+        (held.status().as_u16(), served_by(&held)),
+        (200, a.clone()),
+        "the first session takes the first account"
+    );
+    let second = ask_in(&gw, "two", false).await;
+    assert_eq!(served_by(&second), b, "while session one is live there, session two goes to the other account");
+    let again = ask_in(&gw, "one", false).await;
+    assert_eq!(served_by(&again), a, "its own live session does not push a session away");
+    drop(held);
+    gw.stop().await;
+}

@@ -169,7 +169,7 @@ impl Strategy {
                 "Tries every account of each target, leading with one drawn in proportion to its quota left and its requests in flight."
             }
             Self::CacheOptimized => {
-                "Tries every account of each target; each conversation always leads with the same one, so its prompt cache stays warm. Without a session, as listed."
+                "Tries every account of each target; each conversation leads with the same one, so its prompt cache stays warm, unless that subscription is busy with other sessions. Without a session, as listed."
             }
             Self::ContextRelay => {
                 "Tries the targets as listed. When the account serving a conversation nears its rate limit, a summary of the conversation is written, and another account taking the conversation over gets it as a system note."

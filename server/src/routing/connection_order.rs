@@ -90,8 +90,8 @@ mod tests {
     fn least_used_and_p2c_read_what_each_connection_served() {
         let (order, all) = (ConnectionOrder::default(), conns(2));
         // c0 took two attempts and failed both; c1 served one quickly.
-        drop((all[0].begin_attempt(), all[0].begin_attempt()));
-        all[1].begin_attempt().served(20);
+        drop((all[0].begin_attempt(None), all[0].begin_attempt(None)));
+        all[1].begin_attempt(None).served(20);
         assert_eq!(ids(&order, ConnectionStrategy::LeastUsed, &all), ["c1", "c0"]);
         for _ in 0..20 {
             assert_eq!(ids(&order, ConnectionStrategy::P2c, &all)[0], "c1", "of two, p2c always draws both");

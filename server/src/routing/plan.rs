@@ -175,6 +175,9 @@ fn strategy_order(
                 quota: accounts.then(|| account_quota(view, p, now)).flatten(),
                 in_flight: p.pinned.as_deref().and_then(|c| view.snapshot.connection(c)).map_or(0, |c| c.in_flight()),
                 rendezvous: session.map(|s| rendezvous(&s, p)),
+                foreign_sessions: session
+                    .zip(p.pinned.as_deref().and_then(|c| view.snapshot.connection(c)))
+                    .map_or(0, |(s, c)| c.foreign_sessions(s)),
             }
         })
         .collect();

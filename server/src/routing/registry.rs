@@ -5,6 +5,7 @@
 
 use app::types::connection::RateLimitOverrides;
 use arc_swap::ArcSwap;
+use parking_lot::Mutex;
 use sea_orm::{DatabaseConnection, DbErr};
 use std::{
     collections::HashMap,
@@ -15,7 +16,7 @@ use std::{
     },
 };
 
-use super::combo_state::TargetStats;
+use super::{affinity::SessionId, combo_state::TargetStats};
 use crate::{
     auth::secrets::SecretBox,
     db::connections,
@@ -69,23 +70,39 @@ struct Usage {
     requests: AtomicU64,
     successes: AtomicU64,
     latency_ms_total: AtomicU64,
+    /// OAuth session occupancy: the client sessions with an attempt in
+    /// flight on a subscription account, and how many each has.
+    sessions: Mutex<HashMap<SessionId, u32>>,
 }
 
-/// One attempt in flight on a connection, counted until dropped.
+/// One attempt in flight on a connection, counted until dropped (with its
+/// client session, on a subscription account).
 #[derive(Debug)]
-pub struct InFlight(Arc<Usage>);
+pub struct InFlight {
+    usage: Arc<Usage>,
+    session: Option<SessionId>,
+}
 
 impl InFlight {
     /// The attempt served, after `latency_ms`.
     pub fn served(&self, latency_ms: u64) {
-        self.0.successes.fetch_add(1, Ordering::Relaxed);
-        self.0.latency_ms_total.fetch_add(latency_ms, Ordering::Relaxed);
+        self.usage.successes.fetch_add(1, Ordering::Relaxed);
+        self.usage.latency_ms_total.fetch_add(latency_ms, Ordering::Relaxed);
     }
 }
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.usage.in_flight.fetch_sub(1, Ordering::Relaxed);
+        if let Some(session) = &self.session {
+            let mut sessions = self.usage.sessions.lock();
+            if let Some(n) = sessions.get_mut(session) {
+                *n -= 1;
+                if *n == 0 {
+                    sessions.remove(session);
+                }
+            }
+        }
     }
 }
 
@@ -121,11 +138,27 @@ impl LiveConnection {
         }
     }
 
-    /// Counts an attempt on it; in flight until the returned guard is dropped.
-    pub fn begin_attempt(&self) -> InFlight {
+    /// Counts an attempt on it, for the client `session` when known; in
+    /// flight until the returned guard is dropped. A subscription account
+    /// also counts the session as live on it while it has an attempt here.
+    pub fn begin_attempt(&self, session: Option<SessionId>) -> InFlight {
         self.usage.requests.fetch_add(1, Ordering::Relaxed);
         self.usage.in_flight.fetch_add(1, Ordering::Relaxed);
-        InFlight(self.usage.clone())
+        let session = session.filter(|_| self.oauth);
+        if let Some(s) = session {
+            *self.usage.sessions.lock().entry(s).or_default() += 1;
+        }
+        InFlight { usage: self.usage.clone(), session }
+    }
+
+    /// How many client sessions other than `session` have an attempt in
+    /// flight on it (0 on an API-key connection).
+    pub fn foreign_sessions(&self, session: SessionId) -> usize {
+        if !self.oauth {
+            return 0;
+        }
+        let sessions = self.usage.sessions.lock();
+        sessions.len() - usize::from(sessions.contains_key(&session))
     }
 
     /// Attempts on it now.
@@ -293,5 +326,35 @@ impl ConnectionRegistry {
         // Rows arrive in routing order already; grouping keeps it.
         self.snapshot.store(Arc::new(Snapshot::from_live(live)));
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn connection(oauth: bool) -> LiveConnection {
+        let claude = catalog::find("claude").unwrap();
+        let mut c = LiveConnection::new("c".into(), claude, BaseUrl::parse("http://127.0.0.1:1").unwrap(), None);
+        c.oauth = oauth;
+        c
+    }
+
+    #[test]
+    fn a_subscription_counts_the_other_sessions_in_flight_until_their_attempts_end() {
+        let (me, other) = (SessionId::of("me"), SessionId::of("other"));
+        let c = connection(true);
+        let first = c.begin_attempt(Some(other));
+        let second = c.begin_attempt(Some(other));
+        let mine = c.begin_attempt(Some(me));
+        let anonymous = c.begin_attempt(None);
+        assert_eq!((c.foreign_sessions(me), c.foreign_sessions(other)), (1, 1), "a session counts once");
+        drop((first, mine, anonymous));
+        assert_eq!(c.foreign_sessions(me), 1, "one of its two attempts is still in flight");
+        drop(second);
+        assert_eq!((c.foreign_sessions(me), c.in_flight()), (0, 0));
+        let api_key = connection(false);
+        let _held = api_key.begin_attempt(Some(other));
+        assert_eq!(api_key.foreign_sessions(me), 0, "an API key counts no sessions");
     }
 }

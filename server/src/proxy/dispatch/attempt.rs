@@ -96,7 +96,7 @@ impl AttemptGuard {
             record: Some(record),
             slots,
             pin: t.pin,
-            in_flight: conn.begin_attempt(),
+            in_flight: conn.begin_attempt(t.session),
             again: false,
         }
     }

@@ -15,7 +15,13 @@ use crate::{
         breaker::BreakerConfig,
         engine::{Exclusion, Probe},
     },
-    routing::{affinity::PinKey, leases::Lease, registry::LiveConnection, resolve::Target, view::Asker},
+    routing::{
+        affinity::{PinKey, SessionId},
+        leases::Lease,
+        registry::LiveConnection,
+        resolve::Target,
+        view::Asker,
+    },
     store::AttemptRecord,
 };
 
@@ -201,6 +207,9 @@ pub struct TargetRun<'a> {
     /// The request's session on this provider, when its pin decides
     /// between connections (SPEC §R2.2).
     pub pin: Option<PinKey>,
+    /// The request's session, when a subscription account may serve it:
+    /// live there while an attempt runs (OAuth session occupancy).
+    pub session: Option<SessionId>,
 }
 
 /// Why no connection of a target served: the failed attempts, and the

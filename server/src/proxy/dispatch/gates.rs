@@ -1,7 +1,8 @@
 //! The per-target gates (SPEC §R8), one sequence for a single model and
 //! every combo target alike: a usable connection must exist (active, in
 //! the key's allow-list, the pinned one if pinned), in the connection
-//! order of `fallbackStrategy` — the one the request's session is pinned
+//! order of `fallbackStrategy`, subscription accounts with fewer other
+//! live sessions ahead (§R2.3), the one the request's session is pinned
 //! to first (§R2.2); a combo target must
 //! pass the optional window gate (§R1.1) and not be known to refuse the
 //! request's count of tools (§R8); the provider breaker must admit
@@ -19,7 +20,12 @@ use super::{
 };
 use crate::{
     resilience::engine::{self, Exclusion},
-    routing::{affinity::PinKey, registry::LiveConnection, resolve::Target, view::RoutingView},
+    routing::{
+        affinity::{PinKey, SessionId},
+        registry::LiveConnection,
+        resolve::Target,
+        view::RoutingView,
+    },
     state::AppState,
     upstream::catalog::Provider,
 };
@@ -103,6 +109,7 @@ pub fn open<'s>(
         return Err(Skip::new(SkipReason::NoConnection, None));
     }
     state.routing.connection_order.order(settings.fallback_strategy, provider.id, &mut candidates);
+    let session = spread_sessions(caller, &mut candidates);
     let pin = session_first(state, caller, provider, settings.session_affinity_ttl_ms, &mut candidates);
     if combo {
         let held = state.engine.target_cooldown_ms(provider.id, provider.category, pinned, &settings.provider_cooldown);
@@ -118,7 +125,7 @@ pub fn open<'s>(
             } else {
                 Requester::Direct
             };
-            Ok(TargetRun { candidates, requester, cfg, probe, pin })
+            Ok(TargetRun { candidates, requester, cfg, probe, pin, session })
         }
         Err(ms) => Err(Skip::new(SkipReason::CircuitOpen, Some(ms))),
     }
@@ -127,6 +134,23 @@ pub fn open<'s>(
 /// Whether the request has as many tools as `target` refused before.
 pub fn exceeds_tool_limit(view: &RoutingView<'_>, target: &Target, caller: &Caller<'_>) -> bool {
     caller.request.is_some_and(|r| view.refuses_tools(target.provider.id, &target.model, r.tool_count()))
+}
+
+/// OAuth session occupancy (SPEC §R2.3): when subscription accounts may
+/// serve the request, those with the fewest other client sessions in
+/// flight go first (ties keep the connection order), so concurrent agent
+/// sessions spread over the accounts instead of sharing the first one's
+/// limits. A session's pin still goes first after this. Returns the
+/// request's session, for the attempt to count it live on its account.
+fn spread_sessions(caller: &Caller<'_>, candidates: &mut [&Arc<LiveConnection>]) -> Option<SessionId> {
+    if !candidates.iter().any(|c| c.oauth) {
+        return None;
+    }
+    let session = caller.request?.session()?;
+    if candidates.len() > 1 {
+        candidates.sort_by_cached_key(|c| c.foreign_sessions(session));
+    }
+    Some(session)
 }
 
 /// Session affinity (SPEC §R2.2): with a choice of connections and a

@@ -278,8 +278,14 @@ async fn a_request_waiting_for_its_slots_does_not_hold_an_attempts_state() {
     let call = Call { caller: &caller, target: &target, combo: false, body, handoff, timeout, next_target: false };
     let conn = h.snapshot.candidates("openai")[0].clone();
     let cfg = crate::resilience::engine::breaker_config(&h.state.resilience.current(), app::types::Category::Apikey);
-    let mut run =
-        TargetRun { candidates: vec![&conn], requester: permits::Requester::Direct, cfg, probe: None, pin: None };
+    let mut run = TargetRun {
+        candidates: vec![&conn],
+        requester: permits::Requester::Direct,
+        cfg,
+        probe: None,
+        pin: None,
+        session: None,
+    };
     let guard = AttemptGuard::start(&h.state, &call, &mut run, &conn, Slots::default());
     let one_attempt = std::mem::size_of_val(&call_upstream::attempt(&h.state, &call, guard));
     assert!(waiting < one_attempt, "run {waiting} B, one attempt {one_attempt} B");

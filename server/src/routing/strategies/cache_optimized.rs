@@ -7,15 +7,22 @@
 //! and go, only the sessions of the account that left move. The session
 //! is the one session affinity names (its header, body id or first user
 //! message, [`crate::routing::affinity`]); a request without one keeps the
-//! listed order. The reference also weighs OAuth session occupancy; the
-//! gateway has no such count, so every account weighs the same.
+//! listed order. As in the reference, a quarter of the weight is the
+//! account's availability, 1 / (1 + other client sessions in flight on
+//! it) — 1 for an API key — so a busy subscription yields to a free one.
 
 use super::Candidate;
+
+/// The rendezvous weight's share of the score; availability has the rest.
+const RENDEZVOUS_SHARE: f64 = 0.75;
 
 pub fn order(targets: &[Candidate]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..targets.len()).collect();
     if targets.iter().any(|t| t.rendezvous.is_some()) {
-        let weight = |i: usize| targets[i].rendezvous.unwrap_or(0.0);
+        let weight = |i: usize| {
+            let availability = 1.0 / (1.0 + targets[i].foreign_sessions as f64);
+            RENDEZVOUS_SHARE * targets[i].rendezvous.unwrap_or(0.0) + (1.0 - RENDEZVOUS_SHARE) * availability
+        };
         order.sort_by(|&a, &b| weight(b).total_cmp(&weight(a)));
     }
     order

@@ -77,6 +77,9 @@ pub struct Candidate {
     /// Its rendezvous weight for the request's session (0–1), when the
     /// request has one: the same session and target always weigh the same.
     pub rendezvous: Option<f64>,
+    /// Other client sessions in flight on its account, when the request
+    /// has a session and the target is one subscription account.
+    pub foreign_sessions: usize,
 }
 
 /// Whether `strategy` reads [`Candidate::eligible`] (it costs a lookup per

@@ -167,3 +167,23 @@ fn cache_optimized_keeps_a_session_on_one_account_and_spreads_sessions() {
     }
     assert_eq!(once(Strategy::CacheOptimized, &accounts(&[None, None, None])), [0, 1, 2], "no session: as listed");
 }
+
+#[test]
+fn cache_optimized_moves_new_sessions_off_a_busy_subscription_account() {
+    let leads = |busy: usize| -> Vec<usize> {
+        (0..60)
+            .map(|s| {
+                let mut t = accounts(&[None, None]);
+                for c in &mut t {
+                    c.rendezvous = Some(cache_optimized::weight(&[s; 32], &c.key));
+                }
+                t[0].foreign_sessions = busy;
+                once(Strategy::CacheOptimized, &t)[0]
+            })
+            .collect()
+    };
+    let (free, busy) = (leads(0), leads(3));
+    let on_first = |l: &[usize]| l.iter().filter(|&&i| i == 0).count();
+    assert!(on_first(&busy) < on_first(&free), "fewer sessions lead with the busy account: {free:?} {busy:?}");
+    assert!(free.iter().zip(&busy).all(|(f, b)| *f == 0 || *b == 1), "no session moves to the busy account");
+}
