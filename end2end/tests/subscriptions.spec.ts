@@ -146,3 +146,35 @@ test("a subscription row is edited with a new access token and its refresh token
   await edit.getByRole('button', { name: 'Save' }).click();
   await expect(row).toContainText('…2222');
 });
+
+test('a Claude subscription opts into the usage-wall lane and limit reset on its edit form', async ({ page }) => {
+  await login(page);
+  const created = await page.request.post('/api/providers', {
+    data: { provider: 'claude', name: 'e2e-claude-wall', authType: 'oauth', accessToken: 'sk-ant-oat01-e2e-wall', baseUrl: FAKE },
+  });
+  expect(created.status(), await created.text()).toBe(201);
+  const id = (await created.json()).connection.id;
+  const stored = async () => {
+    const listed = await (await page.request.get('/api/providers')).json();
+    return listed.connections.find((c: { id: string }) => c.id === id).providerSpecificData;
+  };
+  await page.goto('/providers');
+  await hydrated(page);
+  const row = page.locator('tr', { hasText: 'e2e-claude-wall' });
+  await row.getByLabel('Edit e2e-claude-wall').click();
+  const edit = row.getByTestId('edit');
+  const lane = edit.getByLabel(/Accept the low-priority lane/);
+  const reset = edit.getByLabel(/Claim the account's free weekly limit reset/);
+  await expect(lane).not.toBeChecked();
+  await lane.check();
+  await reset.check();
+  await edit.getByRole('button', { name: 'Save' }).click();
+  await expect.poll(stored).toEqual({ lowPriorityMode: true, autoLimitReset: true });
+  await page.reload();
+  await hydrated(page);
+  await row.getByLabel('Edit e2e-claude-wall').click();
+  await expect(lane).toBeChecked();
+  await reset.uncheck();
+  await edit.getByRole('button', { name: 'Save' }).click();
+  await expect.poll(stored).toEqual({ lowPriorityMode: true, autoLimitReset: false });
+});

@@ -25,6 +25,9 @@ pub async fn edit_connection(
     max_concurrent: Option<String>,
     model_concurrency: Option<String>,
     protection: Option<String>,
+    usage_wall: Option<String>,
+    low_priority_mode: Option<String>,
+    auto_limit_reset: Option<String>,
 ) -> Result<(), ServerFnError> {
     use crate::{backend::BackendError, types};
     let fail = |e| ssr::fail("/providers", e);
@@ -40,6 +43,9 @@ pub async fn edit_connection(
         refresh_token,
         base_url: given(base_url).map(Some),
         priority: given(priority).and_then(|p| p.parse::<i32>().ok()),
+        // The form carries the usage-wall boxes: an unchecked one is sent as nothing.
+        low_priority_mode: usage_wall.is_some().then_some(low_priority_mode.is_some()),
+        auto_limit_reset: usage_wall.is_some().then_some(auto_limit_reset.is_some()),
         ..Default::default()
     };
     if let Some(text) = max_concurrent {

@@ -102,6 +102,30 @@ fn ProtectionSelect(stored: Option<bool>) -> impl IntoView {
     }
 }
 
+/// A Claude subscription's usage-wall opt-ins (SPEC §R2.1), both off
+/// until checked. The hidden field says the form carries them, so an
+/// unchecked box turns its option off.
+#[component]
+fn UsageWallInputs(c: ConnectionView) -> impl IntoView {
+    let on = |key: &str| {
+        c.provider_specific_data.as_ref().and_then(|d| d.get(key)).and_then(|v| v.as_bool()).unwrap_or(false)
+    };
+    view! {
+        <fieldset class="flex flex-col gap-1 text-xs border rounded p-2">
+            <legend>"When the 5-hour limit is reached"</legend>
+            <input type="hidden" name="usage_wall" value="1" />
+            <label class="flex gap-2 items-start">
+                <input type="checkbox" name="auto_limit_reset" checked=on("autoLimitReset") />
+                "Claim the account's free weekly limit reset, if offered, and go on at full speed"
+            </label>
+            <label class="flex gap-2 items-start">
+                <input type="checkbox" name="low_priority_mode" checked=on("lowPriorityMode") />
+                "Accept the low-priority lane: slower answers on this account until the window renews, instead of a cooldown"
+            </label>
+        </fieldset>
+    }
+}
+
 /// The edit form's limit fields; the per-model text is checked as it is
 /// typed, with the same rules the server applies on save.
 #[component]
@@ -388,6 +412,7 @@ fn ConnectionRow(c: ConnectionView, actions: RowActions, live: Live, badges: Bad
     let test_label = format!("Test {}", c.name);
     let toggle_label = format!("{} {}", if active { "Disable" } else { "Enable" }, c.name);
     let edit_label = format!("Edit {}", c.name);
+    let usage_wall = (c.provider == "claude" && c.auth_type == AuthType::Oauth).then(|| c.clone());
     view! {
         <tr class="border-b border-slate-100 align-top" data-connection-id=c.id.clone()>
             <td class="p-2">{c.provider.clone()}</td>
@@ -461,6 +486,7 @@ fn ConnectionRow(c: ConnectionView, actions: RowActions, live: Live, badges: Bad
                             "Priority"
                             <input name="priority" type="number" min="0" value=c.priority.to_string() class=INPUT />
                         </label>
+                        {usage_wall.map(|c| view! { <UsageWallInputs c /> })}
                         <LimitInputs max=c.max_concurrent overrides=c.rate_limit_overrides.clone() />
                         <ProtectionSelect stored=c.rate_limit_protection />
                         <div class="flex gap-2 items-center">

@@ -158,6 +158,13 @@ pub struct CreateConnection {
     pub provider_specific_data: Option<serde_json::Map<String, serde_json::Value>>,
     #[serde(default)]
     pub disable_cooling: Option<bool>,
+    /// A Claude subscription accepts the low-priority lane at its usage
+    /// wall (SPEC §R2.1).
+    #[serde(default)]
+    pub low_priority_mode: Option<bool>,
+    /// A Claude subscription claims its free limit reset at its usage wall.
+    #[serde(default)]
+    pub auto_limit_reset: Option<bool>,
 }
 
 /// Highest accepted `priority` (lower is tried first).
@@ -171,7 +178,12 @@ impl CreateConnection {
     pub fn unfolded(mut self) -> Result<Self, Vec<FieldError>> {
         if let Some(data) = &self.provider_specific_data {
             let given = self.rate_limit_overrides.is_some();
-            if let Some(o) = unfold_specific_data(data, &mut self.disable_cooling, given)? {
+            let flags = [
+                ("disableCooling", &mut self.disable_cooling),
+                ("lowPriorityMode", &mut self.low_priority_mode),
+                ("autoLimitReset", &mut self.auto_limit_reset),
+            ];
+            if let Some(o) = unfold_specific_data(data, flags, given)? {
                 self.rate_limit_overrides = Some(o);
             }
         }
@@ -202,30 +214,32 @@ impl CreateConnection {
 }
 
 /// The `providerSpecificData` keys read here: the original kept a
-/// connection's cooling switch and limits in that object, so a body
-/// written for it keeps working. Any other key is refused by name.
-const PROVIDER_SPECIFIC_KEYS: [&str; 2] = ["disableCooling", "rateLimitOverrides"];
+/// connection's cooling switch, limits and usage-wall opt-ins in that
+/// object, so a body written for it keeps working. Any other key is
+/// refused by name.
+const PROVIDER_SPECIFIC_KEYS: [&str; 4] = ["disableCooling", "rateLimitOverrides", "lowPriorityMode", "autoLimitReset"];
 
 /// `providerSpecificData` taken apart into the connection's own fields
-/// (`disableCooling`, `rateLimitOverrides`); a key given both ways, of the
-/// wrong type, or read by nothing here is refused by name.
+/// (its switches, named in `flags`, and `rateLimitOverrides`); a key given
+/// both ways, of the wrong type, or read by nothing here is refused by name.
 fn unfold_specific_data(
     data: &serde_json::Map<String, serde_json::Value>,
-    disable_cooling: &mut Option<bool>,
+    mut flags: [(&str, &mut Option<bool>); 3],
     overrides_given: bool,
 ) -> Result<Option<RateLimitOverrides>, Vec<FieldError>> {
     let mut e = Errors::default();
     let mut overrides = None;
     for (key, value) in data {
         let field = format!("providerSpecificData.{key}");
-        match key.as_str() {
-            "disableCooling" if disable_cooling.is_some() => {
-                e.push(&field, "is also given as disableCooling; send it once")
-            }
-            "disableCooling" => match value.as_bool() {
-                Some(b) => *disable_cooling = Some(b),
+        if let Some((name, flag)) = flags.iter_mut().find(|(name, _)| name == key) {
+            match value.as_bool() {
+                _ if flag.is_some() => e.push(&field, format!("is also given as {name}; send it once")),
+                Some(b) => **flag = Some(b),
                 None => e.push(&field, "must be true or false"),
-            },
+            }
+            continue;
+        }
+        match key.as_str() {
             "rateLimitOverrides" if overrides_given => {
                 e.push(&field, "is also given as rateLimitOverrides; send it once")
             }
@@ -237,7 +251,7 @@ fn unfold_specific_data(
                 &field,
                 format!(
                     "is not read by this gateway; providerSpecificData may hold only {}",
-                    PROVIDER_SPECIFIC_KEYS.join(" and ")
+                    PROVIDER_SPECIFIC_KEYS.join(", ")
                 ),
             ),
         }
@@ -298,6 +312,10 @@ pub struct UpdateConnection {
     pub provider_specific_data: Option<Option<serde_json::Map<String, serde_json::Value>>>,
     #[serde(default)]
     pub disable_cooling: Option<bool>,
+    #[serde(default)]
+    pub low_priority_mode: Option<bool>,
+    #[serde(default)]
+    pub auto_limit_reset: Option<bool>,
 }
 
 impl UpdateConnection {
@@ -306,7 +324,12 @@ impl UpdateConnection {
     pub fn unfolded(mut self) -> Result<Self, Vec<FieldError>> {
         if let Some(Some(data)) = &self.provider_specific_data {
             let given = self.rate_limit_overrides.is_some();
-            if let Some(o) = unfold_specific_data(data, &mut self.disable_cooling, given)? {
+            let flags = [
+                ("disableCooling", &mut self.disable_cooling),
+                ("lowPriorityMode", &mut self.low_priority_mode),
+                ("autoLimitReset", &mut self.auto_limit_reset),
+            ];
+            if let Some(o) = unfold_specific_data(data, flags, given)? {
                 self.rate_limit_overrides = Some(Some(o));
             }
         }

@@ -14,7 +14,7 @@ mod responses;
 mod script;
 mod tool_call;
 
-pub use oauth::{CODEX_ACCOUNT, jwt};
+pub use oauth::{CLAUDE_ORG, CODEX_ACCOUNT, jwt};
 pub use responses::{DEFAULT_CONTENT, MODELS};
 pub use script::{Garble, LATE_EVENT, Rule};
 pub use tool_call::{CALL_ID, ToolCall};
@@ -251,14 +251,33 @@ async fn serve(State(s): State<Arc<Shared>>, method: Method, uri: Uri, headers: 
             None => s.issuer.token(&json),
         };
     }
-    if let Some(usage) = oauth::usage(path) {
+    if let Some(mut usage) = oauth::usage(path) {
         let facts = RequestFacts { path, model: None, api_key: credential(&headers, query) };
         let rule = s.script.take(&facts).unwrap_or_default();
         if facts.api_key.is_none() {
             return StatusCode::UNAUTHORIZED.into_response();
         }
+        if query.is_some_and(|q| q.contains("at_wall=1")) {
+            usage["juniper_tide"] = s.issuer.reset_offer();
+        }
         let status = StatusCode::from_u16(rule.status.unwrap_or(200)).unwrap_or(StatusCode::OK);
         return (status, Json(rule.body.unwrap_or(usage))).into_response();
+    }
+    if path.ends_with("/api/oauth/profile") || path.ends_with("/reset_rate_limits") {
+        let facts = RequestFacts { path, model: None, api_key: credential(&headers, query) };
+        let rule = s.script.take(&facts).unwrap_or_default();
+        if facts.api_key.is_none() {
+            return StatusCode::UNAUTHORIZED.into_response();
+        }
+        if let Some(status) = rule.status {
+            return StatusCode::from_u16(status).unwrap_or(StatusCode::OK).into_response();
+        }
+        if path.ends_with("/reset_rate_limits") {
+            return s.issuer.claim_reset(path, &json);
+        }
+        let profile =
+            serde_json::json!({"organization": {"uuid": oauth::CLAUDE_ORG}, "account": {"email": "fake@example.test"}});
+        return Json(profile).into_response();
     }
     let Some(kind) = Kind::from_path(path) else {
         return (StatusCode::NOT_FOUND, Json(serde_json::json!({"error": {"message": "no such route"}})))

@@ -21,6 +21,10 @@
 //! * The usage endpoints (`…/api/oauth/usage`, Claude's, and
 //!   `…/wham/usage`, Codex's) want a bearer token and answer a plan's
 //!   5-hour and weekly windows ([`usage`]; a rule's `body` replaces them).
+//!   Claude's, asked `at_wall=1`, also offers the weekly limit reset
+//!   (`juniper_tide`) until `…/api/organizations/{org}/reset_rate_limits`
+//!   claimed it (for [`CLAUDE_ORG`], which Claude tokens and
+//!   `…/api/oauth/profile` name).
 //! * The Codex backend (`…/codex/responses`) wants a bearer token, the
 //!   account header, `stream: true`, `store: false` and `instructions`,
 //!   and refuses the public API's token limit and sampling parameters.
@@ -42,10 +46,15 @@ const CODEX_CLIENT: &str = "app_";
 /// The beta flag an OAuth token needs on Anthropic Messages.
 pub const OAUTH_BETA: &str = "oauth-2025-04-20";
 
+/// The Claude organization the fake issuer's Claude tokens act for.
+pub const CLAUDE_ORG: &str = "0f1e2d3c-fake-4b5a-claude-org";
+
 #[derive(Default)]
 pub struct Issuer {
     spent: Mutex<HashSet<String>>,
     issued: Mutex<u32>,
+    /// The weekly limit reset was claimed.
+    reset_claimed: std::sync::atomic::AtomicBool,
 }
 
 impl Issuer {
@@ -88,9 +97,36 @@ impl Issuer {
             "refresh_token": format!("sk-ant-ort01-fake-{n}"),
             "expires_in": 28_800,
             "token_type": "Bearer",
+            "organization": {"uuid": CLAUDE_ORG, "name": "fake@example.test's Organization"},
         }))
         .into_response()
     }
+
+    /// The usage endpoint's `juniper_tide` block, asked at the wall: a
+    /// reset is offered until it was claimed.
+    pub fn reset_offer(&self) -> Value {
+        let available = !self.reset_claimed.load(std::sync::atomic::Ordering::Relaxed);
+        json!({"eligible": true, "arm": "reset", "available": available, "next_available_at": in_days(7)})
+    }
+
+    /// `POST …/api/organizations/{org}/reset_rate_limits`: a reset once a week.
+    pub fn claim_reset(&self, path: &str, body: &Value) -> Response {
+        let org = path.rsplit('/').nth(1).unwrap_or_default();
+        if org != CLAUDE_ORG || body["program"] != "juniper_tide" {
+            return (StatusCode::NOT_FOUND, Json(json!({"error": {"message": "no such organization or program"}})))
+                .into_response();
+        }
+        if self.reset_claimed.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            return Json(json!({"result": "already_used", "next_available_at": in_days(7)})).into_response();
+        }
+        Json(json!({"result": "reset"})).into_response()
+    }
+}
+
+/// `days` from now, as RFC 3339.
+fn in_days(days: u64) -> String {
+    let now_s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    chrono_free_rfc3339(now_s + days * 86_400)
 }
 
 /// The `n`th token set issued to the Codex CLI's client.

@@ -176,6 +176,8 @@ pub struct Engine {
     changes: EngineChanges,
     /// When this engine started (its clock), where breaker history begins.
     started_ms: i64,
+    /// The Claude subscriptions' usage wall lanes (SPEC §R2.1).
+    pub usage_wall: super::usage_wall::UsageWall,
 }
 
 /// The §R1.1 window profile of a provider class.
@@ -209,6 +211,7 @@ impl Engine {
             windows_used: AtomicBool::new(false),
             egress: EgressMap::default(),
             started_ms: clock.now_ms(),
+            usage_wall: Default::default(),
             changes,
             clock,
         }

@@ -21,6 +21,7 @@ pub mod rules;
 pub mod settings;
 pub mod throughput;
 pub mod tool_limits;
+pub mod usage_wall;
 
 /// Who may start now (SPEC §R4): concurrency slots per connection and
 /// model, and the request queues that pace and hold the rest.

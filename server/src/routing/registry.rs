@@ -20,6 +20,7 @@ use super::{affinity::SessionId, combo_state::TargetStats};
 use crate::{
     auth::secrets::SecretBox,
     db::connections,
+    resilience::usage_wall::OptIns,
     upstream::{
         catalog::{self, Provider},
         executor::{BaseUrl, Endpoint},
@@ -59,6 +60,11 @@ pub struct LiveConnection {
     pub limits: ConnectionLimits,
     /// The model ids its last passing test listed (for `/v1/models`).
     pub discovered_models: Vec<String>,
+    /// The account a subscription's token acts for, when known: the
+    /// ChatGPT account of a Codex token, the organization of a Claude one.
+    pub account_id: Option<String>,
+    /// What a Claude subscription does at its usage wall (SPEC §R2.1).
+    pub usage_wall: OptIns,
     /// Its attempts since the start; carried over when the registry is rebuilt.
     usage: Arc<Usage>,
 }
@@ -134,6 +140,8 @@ impl LiveConnection {
             disable_cooling: false,
             limits: ConnectionLimits::default(),
             discovered_models: Vec::new(),
+            account_id: None,
+            usage_wall: OptIns::default(),
             usage: Arc::default(),
         }
     }
@@ -209,7 +217,8 @@ impl LiveConnection {
         let mut conn = Self::new(row.id.clone(), provider, base_url, None);
         conn.endpoint = endpoint;
         conn.credential = tokens.as_ref().map(|t| Credential(t.access_token.clone()));
-        conn.expires_at = tokens.and_then(|t| t.expires_at);
+        conn.expires_at = tokens.as_ref().and_then(|t| t.expires_at);
+        conn.account_id = tokens.and_then(|t| t.account_id);
         conn.with_policy(row)
     }
 
@@ -220,6 +229,7 @@ impl LiveConnection {
             row.discovered_models.as_deref().and_then(|j| serde_json::from_str(j).ok()).unwrap_or_default();
         self.oauth = row.auth_type == "oauth";
         self.disable_cooling = row.disable_cooling;
+        self.usage_wall = usage_wall_opt_ins(row.provider_specific_data.as_deref());
         self.limits = ConnectionLimits {
             max_concurrent: row.max_concurrent.and_then(|m| u32::try_from(m).ok()).filter(|m| *m > 0),
             overrides: row
@@ -327,6 +337,14 @@ impl ConnectionRegistry {
         self.snapshot.store(Arc::new(Snapshot::from_live(live)));
         Ok(())
     }
+}
+
+/// The usage-wall opt-ins stored in a row's `provider_specific_data`
+/// (`lowPriorityMode`, `autoLimitReset`).
+fn usage_wall_opt_ins(stored: Option<&str>) -> OptIns {
+    let data: serde_json::Value = stored.and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default();
+    let on = |key: &str| data[key].as_bool().unwrap_or(false);
+    OptIns { low_priority: on("lowPriorityMode"), limit_reset: on("autoLimitReset") }
 }
 
 #[cfg(test)]

@@ -67,7 +67,7 @@ pub async fn create(state: &AppState, input: CreateConnection) -> Result<Connect
     let stored = tokens.as_ref().filter(|t| !t.access_token.is_empty()).map(TokenSet::stored);
     let secret = input.api_key.as_deref().or(input.access_token.as_deref());
     let now = state.clock.now_ms();
-    let row = ConnectionRow {
+    let mut row = ConnectionRow {
         id: uuid::Uuid::new_v4().to_string(),
         provider: provider.id.to_owned(),
         name: input.name.trim().to_owned(),
@@ -96,6 +96,7 @@ pub async fn create(state: &AppState, input: CreateConnection) -> Result<Connect
         created_at: now,
         updated_at: now,
     };
+    set_usage_wall(&mut row, input.low_priority_mode, input.auto_limit_reset)?;
     connections::insert(&state.db, row.clone()).await?;
     state.routing.connections.reload(&state.db, &state.auth.secrets).await?;
     tracing::info!(connection_id = %row.id, provider = %row.provider, "connection created");
@@ -126,6 +127,7 @@ pub async fn update(state: &AppState, id: &str, input: UpdateConnection) -> Resu
         row.credential_suffix = Some(mask_secret(secret));
         // New credentials end any cooldown or terminal state of the old ones.
         state.engine.clear_connection(&row.id, true);
+        state.engine.usage_wall.forget(&row.id);
         state.routing.quotas.forget(&row.id);
         row = live(state, row);
     }
@@ -159,6 +161,7 @@ pub async fn update(state: &AppState, id: &str, input: UpdateConnection) -> Resu
     if let Some(d) = input.disable_cooling {
         row.disable_cooling = d;
     }
+    set_usage_wall(&mut row, input.low_priority_mode, input.auto_limit_reset)?;
     row.updated_at = state.clock.now_ms();
     connections::save(&state.db, row.clone()).await?;
     state.routing.connections.reload(&state.db, &state.auth.secrets).await?;
@@ -171,6 +174,7 @@ pub async fn delete(state: &AppState, id: &str) -> Result<(), ServiceError> {
     }
     state.routing.connections.reload(&state.db, &state.auth.secrets).await?;
     state.routing.quotas.forget(id);
+    state.engine.usage_wall.forget(id);
     tracing::info!(connection_id = %id, "connection deleted");
     Ok(())
 }
@@ -314,6 +318,30 @@ pub fn shown_base_url(url: &str) -> String {
 }
 
 /// The API view of a row: credential masked, status badge computed.
+/// The usage-wall opt-ins (SPEC §R2.1) given for `row`, kept in its
+/// `provider_specific_data` as the original kept them; only a Claude
+/// subscription meets that wall.
+fn set_usage_wall(row: &mut ConnectionRow, low: Option<bool>, reset: Option<bool>) -> Result<(), ServiceError> {
+    if low.is_none() && reset.is_none() {
+        return Ok(());
+    }
+    let claude = catalog::find(&row.provider).is_some_and(|p| p.wire == catalog::Wire::ClaudeCode);
+    if !claude || row.auth_type != AuthType::Oauth.as_str() {
+        let field = if low.is_some() { "lowPriorityMode" } else { "autoLimitReset" };
+        return Err(ServiceError::field(field, "only a Claude subscription (provider claude) has a usage wall"));
+    }
+    let mut data: serde_json::Map<String, serde_json::Value> =
+        row.provider_specific_data.as_deref().and_then(|j| serde_json::from_str(j).ok()).unwrap_or_default();
+    for (key, value) in [("lowPriorityMode", low), ("autoLimitReset", reset)] {
+        if let Some(on) = value {
+            data.insert(key.into(), on.into());
+        }
+    }
+    let any = data.values().any(|v| v == true);
+    row.provider_specific_data = any.then(|| serde_json::Value::Object(data).to_string());
+    Ok(())
+}
+
 pub fn view(row: ConnectionRow, now: i64) -> ConnectionView {
     let status = if row.terminal_status.is_some() {
         ConnectionStatus::Terminal

@@ -7,6 +7,7 @@ mod connector;
 pub mod executor;
 #[cfg(test)]
 pub mod fake;
+pub mod limit_reset;
 pub mod model_facts;
 pub mod oauth;
 

@@ -10,7 +10,7 @@ use super::{
     attempt::{AttemptGuard, Failed, transport_failure},
     call::{Call, Failure, FailureCode, NO_HEADERS, Tried},
     limit::Limit,
-    oauth, queue, streaming,
+    oauth, queue, streaming, usage_wall,
 };
 use crate::{
     protocols::translate,
@@ -47,14 +47,26 @@ pub(super) async fn attempt(state: &Arc<AppState>, call: &Call<'_>, mut guard: A
         Some((from, noted)) if conn.id != *from => noted.clone(),
         _ => call.body.clone(),
     };
-    let post = state.upstream.post(&conn.endpoint, &path, body, stream || wire.streams_only(), extra);
-    let Ok(sent) = tokio::time::timeout_at(limit.at, post).await else {
-        return Tried::Failed(limit.expired(&mut guard, stream.then_some(FailureCode::ReadinessTimeout)));
+    let mut wall = usage_wall::Wall::of(state, &conn);
+    let resp = loop {
+        let headers = wall.as_ref().map_or(Cow::Borrowed(extra), |w| w.headers(extra));
+        let post = state.upstream.post(&conn.endpoint, &path, body.clone(), stream || wire.streams_only(), &headers);
+        let Ok(sent) = tokio::time::timeout_at(limit.at, post).await else {
+            return Tried::Failed(limit.expired(&mut guard, stream.then_some(FailureCode::ReadinessTimeout)));
+        };
+        let resp = match sent {
+            Ok(resp) => resp,
+            Err(e) => return Tried::Failed(transport_failure(&mut guard, &e, None)),
+        };
+        let Some(wall) = wall.as_mut() else { break resp };
+        match wall.after(state, &conn, resp, limit.at).await {
+            usage_wall::Next::Answer(resp) => break resp,
+            usage_wall::Next::Again => {}
+        }
     };
-    let resp = match sent {
-        Ok(resp) => resp,
-        Err(e) => return Tried::Failed(transport_failure(&mut guard, &e, None)),
-    };
+    if let (Some(w), Some(r)) = (&wall, guard.record()) {
+        r.wait_ms += i64::try_from(w.waited().as_millis()).unwrap_or(i64::MAX);
+    }
     record_egress(state, &mut guard, &resp);
     queue::follow(guard.executing(), resp.headers());
     state.routing.quotas.observe(&conn.id, &call.target.model, resp.headers(), state.engine.now());

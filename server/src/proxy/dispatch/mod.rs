@@ -35,6 +35,7 @@ pub mod queue;
 mod slots;
 mod streaming;
 mod target;
+mod usage_wall;
 
 use app::types::Protocol;
 use axum::response::Response;

@@ -48,6 +48,14 @@ struct Issued {
     /// OpenAI's: it names the ChatGPT account.
     #[serde(default)]
     id_token: Option<String>,
+    /// Anthropic's: the organization the token acts for.
+    #[serde(default)]
+    organization: Option<Organization>,
+}
+
+#[derive(Deserialize)]
+struct Organization {
+    uuid: String,
 }
 
 /// Exchanges `refresh_token` at `token_url` for a new token set (the
@@ -139,5 +147,6 @@ async fn issue(
     let issued: Issued = serde_json::from_slice(&raw)
         .map_err(|e| RefreshError::Failed(format!("the token endpoint's answer could not be read: {e}")))?;
     let expires_at = issued.expires_in.map(|s| now_ms.saturating_add(s.saturating_mul(1000)));
-    Ok(TokenSet::given(issued.access_token, issued.refresh_token, expires_at, issued.id_token.as_deref()))
+    let set = TokenSet::given(issued.access_token, issued.refresh_token, expires_at, issued.id_token.as_deref());
+    Ok(TokenSet { account_id: set.account_id.or(issued.organization.map(|o| o.uuid)), ..set })
 }

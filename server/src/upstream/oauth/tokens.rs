@@ -19,7 +19,8 @@ pub struct TokenSet {
     /// When the access token expires (epoch ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<i64>,
-    /// The ChatGPT account (workspace) a Codex token acts for.
+    /// The account a token acts for: the ChatGPT account (workspace) of a
+    /// Codex token, the organization of a Claude one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub account_id: Option<String>,
 }
