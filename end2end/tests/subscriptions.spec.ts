@@ -11,6 +11,7 @@ import { FAKE, login, hydrated } from './helpers';
 const PAGES = {
   claude: { button: 'Sign in with Claude', url: /^https:\/\/claude\.ai\/oauth\/authorize\?client_id=/ },
   codex: { button: 'Sign in with ChatGPT', url: /^https:\/\/auth\.openai\.com\/oauth\/authorize\?client_id=app_/ },
+  'gemini-cli': { button: 'Sign in with Google (Gemini CLI)', url: /^https:\/\/accounts\.google\.com\/o\/oauth2\/v2\/auth\?client_id=681255809395-/ },
 };
 
 /** Starts a sign-in (after the one of `previous`, if any); its state, read from the link to the provider's page. */
@@ -45,7 +46,7 @@ test('sign in with a Claude subscription, a refused code, and an import', async 
   await expect(page.locator('tr', { hasText: 'e2e-claude-signed-in' })).toContainText('claude');
 
   const imported = page.getByTestId('import-subscription');
-  await page.getByText('Import the credentials file Claude Code or Codex wrote').click();
+  await page.getByText('Import the credentials file Claude Code, Codex or the Gemini CLI wrote').click();
   await imported.locator('input[name=name]').fill('e2e-claude-imported');
   await imported.locator('textarea[name=credentials]').fill('{"claudeAiOauth":');
   await imported.getByRole('button', { name: 'Import' }).click();
@@ -77,7 +78,7 @@ test('sign in with a ChatGPT subscription by pasting the address it ends on, and
   await expect(page.locator('tr', { hasText: 'e2e-chatgpt-signed-in' })).toContainText('codex');
 
   const imported = page.getByTestId('import-subscription');
-  await page.getByText('Import the credentials file Claude Code or Codex wrote').click();
+  await page.getByText('Import the credentials file Claude Code, Codex or the Gemini CLI wrote').click();
   await imported.locator('select[name=format]').selectOption('codex');
   await imported.locator('input[name=name]').fill('e2e-chatgpt-imported');
   await imported.locator('textarea[name=credentials]').fill(JSON.stringify({ tokens: { access_token: 'opaque' } }));
@@ -177,4 +178,30 @@ test('a Claude subscription opts into the usage-wall lane and limit reset on its
   await reset.uncheck();
   await edit.getByRole('button', { name: 'Save' }).click();
   await expect.poll(stored).toEqual({ lowPriorityMode: true, autoLimitReset: false });
+});
+
+test("sign in with Google for a Gemini CLI account by pasting the code its page shows, and import its file", async ({ page }) => {
+  await login(page);
+  await page.goto('/providers');
+  await hydrated(page);
+  await startSignIn(page, undefined, 'gemini-cli');
+  const finish = page.getByTestId('finish-sign-in');
+  await expect(finish).toContainText("Open Google's sign-in page");
+  await finish.locator('input[name=code]').fill('fake-code-e2e-google');
+  await finish.locator('input[name=name]').fill('e2e-gemini-signed-in');
+  await finish.getByRole('button', { name: 'Add the account' }).click();
+  await expect(page.getByTestId('finish-sign-in')).toHaveCount(0);
+  await expect(page.locator('tr', { hasText: 'e2e-gemini-signed-in' })).toContainText('gemini-cli');
+
+  const imported = page.getByTestId('import-subscription');
+  await page.getByText('Import the credentials file Claude Code, Codex or the Gemini CLI wrote').click();
+  await imported.locator('select[name=format]').selectOption('gemini-cli');
+  await imported.locator('input[name=name]').fill('e2e-gemini-imported');
+  await imported.locator('textarea[name=credentials]').fill(JSON.stringify({ token: 'x' }));
+  await imported.getByRole('button', { name: 'Import' }).click();
+  await expect(imported.locator('[data-field-error="credentials.access_token"]')).toContainText('is missing');
+  const file = { access_token: 'ya29.e2e-imported-7733', refresh_token: '1//e2e', expiry_date: Date.now() + 3_600_000 };
+  await imported.locator('textarea[name=credentials]').fill(JSON.stringify(file));
+  await imported.getByRole('button', { name: 'Import' }).click();
+  await expect(page.locator('tr', { hasText: 'e2e-gemini-imported' })).toContainText('…7733');
 });

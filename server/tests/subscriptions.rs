@@ -213,7 +213,7 @@ async fn importing_claude_codes_credentials_file_adds_the_subscription_and_a_mal
         ),
         (file(json!({"accessToken": "at", "expiresAt": "soon"})), "credentials.claudeAiOauth.expiresAt"),
         (file(json!({"accessToken": "at", "expiresAt": 1_767_225_600})), "expiresAt"),
-        (json!({"format": "gemini-cli", "name": "x", "credentials": {}}), "format"),
+        (json!({"format": "gemini-cli", "name": "x", "credentials": {}}), "credentials.access_token"),
     ] {
         let (status, answer) = post_json(&gw, "/api/providers/import", &body).await;
         assert_eq!((status, field(&answer)), (400, named), "{body} → {answer}");

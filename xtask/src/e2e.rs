@@ -120,6 +120,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         ("RATE_LIMIT_MAX_QUEUE_DEPTH", "500"),
         ("OMNIROUTE_OAUTH_TOKEN_URL_CLAUDE", "{fake}/v1/oauth/token"),
         ("OMNIROUTE_OAUTH_TOKEN_URL_CODEX", "{fake}/oauth/token"),
+        ("OMNIROUTE_OAUTH_TOKEN_URL_GEMINI_CLI", "{fake}/google/oauth/token"),
     ];
     let (gateway, fake, url, fake_url) = start_stack("debug", &data_dir, "info,server=warn", &env)?;
     step(&format!("playwright against {url} (fake upstream {fake_url})"));

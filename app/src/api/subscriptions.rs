@@ -50,7 +50,7 @@ pub async fn import_subscription(format: String, name: String, credentials: Stri
     let fail = |e| ssr::fail(PAGE, e);
     let invalid = |field: &str, why: String| fail(BackendError::Invalid(vec![FieldError::new(field, why)]));
     let format = serde_json::from_value(serde_json::Value::String(format))
-        .map_err(|_| invalid("format", "choose the file: Claude Code's or Codex's".into()))?;
+        .map_err(|_| invalid("format", "choose the file: Claude Code's, Codex's or the Gemini CLI's".into()))?;
     let credentials = serde_json::from_str(&credentials)
         .map_err(|e| invalid("credentials", format!("is not the file's JSON: {e}")))?;
     let input = crate::types::subscription::ImportCredentials { format, name, credentials };

@@ -1,7 +1,7 @@
-//! The Providers page's subscription forms: sign in with Claude or
-//! ChatGPT (start, open the provider's page, paste back the code it shows
-//! or the address it ends on) and import the file Claude Code or Codex
-//! wrote. Both end in a connection in the table below. Every step works
+//! The Providers page's subscription forms: sign in with Claude, ChatGPT
+//! or Google (start, open the provider's page, paste back the code it
+//! shows or the address it ends on) and import the file Claude Code, Codex
+//! or the Gemini CLI wrote. Both end in a connection in the table below. Every step works
 //! without JS: a started sign-in reloads the page at `?sign_in=<state>`,
 //! which shows it again until its code comes.
 
@@ -61,11 +61,12 @@ pub fn SubscriptionForms(actions: SubscriptionActions) -> impl IntoView {
         <section class="mb-6 bg-white p-4 rounded-md shadow-sm" data-testid="subscriptions">
             <h2 class="font-semibold mb-1">"Add a subscription account"</h2>
             <p class="text-sm text-slate-600 mb-3 max-w-prose">
-                "A Claude Pro or Max subscription serves requests as provider claude; a ChatGPT Plus, Pro or Team subscription serves the models Codex uses as provider codex. Sign in, or import the file the CLI wrote. The gateway renews the account's token itself; if the provider refuses it, the connection turns expired and you sign in again."
+                "A Claude Pro or Max subscription serves requests as provider claude; a ChatGPT Plus, Pro or Team subscription serves the models Codex uses as provider codex; a Google account's Gemini Code Assist (as the Gemini CLI uses it) serves Gemini models as provider gemini-cli. Sign in, or import the file the CLI wrote. The gateway renews the account's token itself; if the provider refuses it, the connection turns expired and you sign in again."
             </p>
             <div class="flex flex-wrap gap-2 mb-3">
                 <StartForm start provider="claude" label="Sign in with Claude" />
                 <StartForm start provider="codex" label="Sign in with ChatGPT" />
+                <StartForm start provider="gemini-cli" label="Sign in with Google (Gemini CLI)" />
             </div>
             {move || started().map(|started| view! { <FinishForm started finish errors=finish_errors /> })}
             <Transition fallback=|| ()>
@@ -75,13 +76,14 @@ pub fn SubscriptionForms(actions: SubscriptionActions) -> impl IntoView {
                 })}
             </Transition>
             <details class="mt-2">
-                <summary class="cursor-pointer text-sm">"Import the credentials file Claude Code or Codex wrote"</summary>
+                <summary class="cursor-pointer text-sm">"Import the credentials file Claude Code, Codex or the Gemini CLI wrote"</summary>
                 <ActionForm action=import node_ref=import_form attr:class="flex flex-col gap-2 mt-2 max-w-xl" attr:data-testid="import-subscription">
                     <label class="flex flex-col text-sm">
                         "File"
                         <select name="format" class=INPUT aria-invalid=import_errors.invalid("format") aria-describedby=import_errors.described_by("format")>
                             <option value="claude-code">"Claude Code: ~/.claude/.credentials.json"</option>
                             <option value="codex">"Codex: ~/.codex/auth.json"</option>
+                            <option value="gemini-cli">"Gemini CLI: ~/.gemini/oauth_creds.json"</option>
                         </select>
                         <FieldNote errors=import_errors field="format" />
                     </label>
@@ -92,7 +94,7 @@ pub fn SubscriptionForms(actions: SubscriptionActions) -> impl IntoView {
                     </label>
                     <label class="flex flex-col text-sm">
                         "The file's contents"
-                        <textarea name="credentials" required rows="4" spellcheck="false" placeholder=r#"{"claudeAiOauth":{…}} or {"tokens":{…}}"# class=format!("{INPUT} font-mono text-xs") aria-invalid=import_errors.invalid("credentials") aria-describedby=import_errors.described_by("credentials")></textarea>
+                        <textarea name="credentials" required rows="4" spellcheck="false" placeholder=r#"{"claudeAiOauth":{…}}, {"tokens":{…}} or {"access_token":…}"# class=format!("{INPUT} font-mono text-xs") aria-invalid=import_errors.invalid("credentials") aria-describedby=import_errors.described_by("credentials")></textarea>
                         <FieldNotes errors=import_errors fields=&FILE_FIELDS />
                     </label>
                     <button type="submit" class=format!("{BUTTON} self-start")>"Import"</button>
@@ -114,8 +116,10 @@ fn StartForm(start: ServerAction<StartSignIn>, provider: &'static str, label: &'
 }
 
 /// The fields of the credentials files a refusal may name.
-const FILE_FIELDS: [&str; 6] = [
+const FILE_FIELDS: [&str; 8] = [
     "credentials",
+    "credentials.access_token",
+    "credentials.expiry_date",
     "credentials.claudeAiOauth.accessToken",
     "credentials.claudeAiOauth.expiresAt",
     "credentials.tokens",
@@ -132,6 +136,12 @@ fn steps(provider: &str) -> (&'static str, &'static str, &'static str, &'static 
             " and sign in. Your browser then lands on a localhost:1455 page, which may not load: that is expected.",
             "2. Paste that page's whole address from the address bar (it works once, within 10 minutes)",
             "ChatGPT subscription",
+        ),
+        "gemini-cli" => (
+            "Open Google's sign-in page",
+            " and sign in; it then shows an authorization code.",
+            "2. Paste the code here (it works once, within 10 minutes)",
+            "Gemini CLI account",
         ),
         _ => (
             "Open Claude's sign-in page",

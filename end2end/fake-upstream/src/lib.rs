@@ -14,7 +14,7 @@ mod responses;
 mod script;
 mod tool_call;
 
-pub use oauth::{CLAUDE_ORG, CODEX_ACCOUNT, jwt};
+pub use oauth::{CLAUDE_ORG, CODE_ASSIST_PROJECT, CODEX_ACCOUNT, jwt};
 pub use responses::{DEFAULT_CONTENT, MODELS};
 pub use script::{Garble, LATE_EVENT, Rule};
 pub use tool_call::{CALL_ID, ToolCall};
@@ -279,6 +279,9 @@ async fn serve(State(s): State<Arc<Shared>>, method: Method, uri: Uri, headers: 
             serde_json::json!({"organization": {"uuid": oauth::CLAUDE_ORG}, "account": {"email": "fake@example.test"}});
         return Json(profile).into_response();
     }
+    if let Some(answer) = oauth::code_assist(path, &headers, &json, &s.issuer.code_assist_onboarded) {
+        return answer;
+    }
     let Some(kind) = Kind::from_path(path) else {
         return (StatusCode::NOT_FOUND, Json(serde_json::json!({"error": {"message": "no such route"}})))
             .into_response();
@@ -333,6 +336,10 @@ async fn serve(State(s): State<Arc<Shared>>, method: Method, uri: Uri, headers: 
         (vec![Bytes::from(responses::json_body(kind, &model, &content, body.len()).to_string())], "application/json")
     };
 
+    let frames = match path.starts_with("/v1internal:") && status.is_success() && rule.body.is_none() {
+        true => oauth::code_assist_envelope(frames, streaming),
+        false => frames,
+    };
     let mut response = Response::builder().status(status).header(header::CONTENT_TYPE, content_type);
     for (k, v) in &rule.headers {
         response = response.header(k.as_str(), v.as_str());

@@ -25,6 +25,13 @@
 //!   (`juniper_tide`) until `…/api/organizations/{org}/reset_rate_limits`
 //!   claimed it (for [`CLAUDE_ORG`], which Claude tokens and
 //!   `…/api/oauth/profile` name).
+//! * Google's client (`….apps.googleusercontent.com`) must send its secret;
+//!   its refresh tokens (`1//fake-google-N`, given with a code) last, and a
+//!   refresh answers a new access token (`ya29.fake-N`) only.
+//! * The Code Assist backend (`/v1internal:…`) sets an account up on its
+//!   first `onboardUser` ([`CODE_ASSIST_PROJECT`]) and wants a bearer
+//!   token and that project in each generate call's envelope; it answers
+//!   Gemini inside `{"response": …}`.
 //! * The Codex backend (`…/codex/responses`) wants a bearer token, the
 //!   account header, `stream: true`, `store: false` and `instructions`,
 //!   and refuses the public API's token limit and sampling parameters.
@@ -42,6 +49,8 @@ use std::collections::HashSet;
 pub const CODEX_ACCOUNT: &str = "acct-fake-codex";
 /// The Codex CLI's public client id starts so.
 const CODEX_CLIENT: &str = "app_";
+/// Google's installed-application client ids (the Gemini CLI's) end so.
+const GOOGLE_CLIENT: &str = ".apps.googleusercontent.com";
 
 /// The beta flag an OAuth token needs on Anthropic Messages.
 pub const OAUTH_BETA: &str = "oauth-2025-04-20";
@@ -55,6 +64,8 @@ pub struct Issuer {
     issued: Mutex<u32>,
     /// The weekly limit reset was claimed.
     reset_claimed: std::sync::atomic::AtomicBool,
+    /// The Gemini CLI account was set up for Code Assist.
+    pub code_assist_onboarded: std::sync::atomic::AtomicBool,
 }
 
 impl Issuer {
@@ -68,8 +79,14 @@ impl Issuer {
         let given = |field: &str| body[field].as_str().filter(|v| !v.is_empty());
         // The grant, when the request is well formed: a refresh token or a code.
         let codex = given("client_id").is_some_and(|c| c.starts_with(CODEX_CLIENT));
+        let google = given("client_id").is_some_and(|c| c.ends_with(GOOGLE_CLIENT));
         let grant = match body["grant_type"].as_str() {
             _ if given("client_id").is_none() => None,
+            _ if google && given("client_secret").is_none() => None,
+            // Google's refresh tokens last: a refresh spends nothing and rotates nothing.
+            Some("refresh_token") if google && given("refresh_token").is_some_and(|t| !t.starts_with("revoked")) => {
+                return Json(google_tokens(self.next(), false)).into_response();
+            }
             Some("refresh_token") if codex && given("scope") != Some("openid profile email") => None,
             Some("refresh_token") => Some(given("refresh_token").filter(|t| !t.starts_with("revoked"))),
             Some("authorization_code") if given("code_verifier").is_some() && given("redirect_uri").is_some() => {
@@ -84,13 +101,12 @@ impl Issuer {
         if !grant.is_some_and(|g| self.spent.lock().insert(g.to_owned())) {
             return refused(StatusCode::BAD_REQUEST, "invalid_grant");
         }
-        let n = {
-            let mut issued = self.issued.lock();
-            *issued += 1;
-            *issued
-        };
+        let n = self.next();
         if codex {
             return Json(codex_tokens(n)).into_response();
+        }
+        if google {
+            return Json(google_tokens(n, true)).into_response();
         }
         Json(json!({
             "access_token": format!("sk-ant-oat01-fake-{n}"),
@@ -100,6 +116,13 @@ impl Issuer {
             "organization": {"uuid": CLAUDE_ORG, "name": "fake@example.test's Organization"},
         }))
         .into_response()
+    }
+
+    /// Counts one more token set issued; its number.
+    fn next(&self) -> u32 {
+        let mut issued = self.issued.lock();
+        *issued += 1;
+        *issued
     }
 
     /// The usage endpoint's `juniper_tide` block, asked at the wall: a
@@ -127,6 +150,84 @@ impl Issuer {
 fn in_days(days: u64) -> String {
     let now_s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     chrono_free_rfc3339(now_s + days * 86_400)
+}
+
+/// The `n`th token set issued to the Gemini CLI's client (a refresh token
+/// only with a code).
+fn google_tokens(n: u32, with_refresh: bool) -> Value {
+    let mut set = json!({"access_token": format!("ya29.fake-{n}"), "expires_in": 3599, "token_type": "Bearer",
+                         "scope": "https://www.googleapis.com/auth/cloud-platform"});
+    if with_refresh {
+        set["refresh_token"] = json!(format!("1//fake-google-{n}"));
+    }
+    set
+}
+
+/// The Code Assist project the fake sets a Gemini CLI account up with.
+pub const CODE_ASSIST_PROJECT: &str = "fake-project-4242";
+
+/// Google's Code Assist backend (`/v1internal:…`), but for generating:
+/// the account is set up on its first `onboardUser` (until then
+/// `loadCodeAssist` names no project); a generate call needs a bearer
+/// token and the envelope with the account's project. `None`: generate.
+pub fn code_assist(
+    path: &str,
+    headers: &HeaderMap,
+    body: &Value,
+    onboarded: &std::sync::atomic::AtomicBool,
+) -> Option<Response> {
+    use std::sync::atomic::Ordering::Relaxed;
+    let method = path.strip_prefix("/v1internal:")?;
+    if headers.get("authorization").and_then(|v| v.to_str().ok()).is_none_or(|v| !v.starts_with("Bearer ")) {
+        return Some(google_error(StatusCode::UNAUTHORIZED, "Request had invalid authentication credentials."));
+    }
+    let answer = match method {
+        "loadCodeAssist" if onboarded.load(Relaxed) => {
+            json!({"currentTier": {"id": "free-tier"}, "cloudaicompanionProject": CODE_ASSIST_PROJECT})
+        }
+        "loadCodeAssist" => json!({"allowedTiers": [{"id": "free-tier", "isDefault": true}]}),
+        "onboardUser" if body["tierId"] == "free-tier" => {
+            onboarded.store(true, Relaxed);
+            json!({"done": true, "response": {"cloudaicompanionProject": {"id": CODE_ASSIST_PROJECT}}})
+        }
+        "onboardUser" => return Some(google_error(StatusCode::BAD_REQUEST, "unknown tier")),
+        _ if body["project"] != CODE_ASSIST_PROJECT => {
+            return Some(google_error(StatusCode::FORBIDDEN, "The caller does not have permission (project)"));
+        }
+        _ if !body["model"].is_string() || !body["request"]["contents"].is_array() => {
+            return Some(google_error(StatusCode::BAD_REQUEST, "Invalid JSON payload: model and request.contents"));
+        }
+        _ => return None,
+    };
+    Some(Json(answer).into_response())
+}
+
+/// A generate answer's frames inside Code Assist's envelope.
+pub fn code_assist_envelope(frames: Vec<bytes::Bytes>, streaming: bool) -> Vec<bytes::Bytes> {
+    let wrap = |inner: &str| format!("{{\"response\":{inner},\"traceId\":\"fake-trace\"}}");
+    if !streaming {
+        let whole: String = frames.iter().map(|f| String::from_utf8_lossy(f)).collect();
+        return vec![bytes::Bytes::from(wrap(&whole))];
+    }
+    frames
+        .iter()
+        .map(|f| {
+            let text = String::from_utf8_lossy(f);
+            let wrapped: String = text
+                .split("\n\n")
+                .filter(|e| !e.is_empty())
+                .map(|e| match e.strip_prefix("data: ") {
+                    Some(data) => format!("data: {}\n\n", wrap(data)),
+                    None => format!("{e}\n\n"),
+                })
+                .collect();
+            bytes::Bytes::from(wrapped)
+        })
+        .collect()
+}
+
+fn google_error(status: StatusCode, message: &str) -> Response {
+    (status, Json(json!({"error": {"code": status.as_u16(), "message": message, "status": "FAILED"}}))).into_response()
 }
 
 /// The `n`th token set issued to the Codex CLI's client.

@@ -4,6 +4,7 @@
 //! [`translate`] pairs them up.
 
 pub mod anthropic;
+pub mod code_assist;
 pub mod gemini;
 pub mod gemini_inbound;
 pub mod ir;

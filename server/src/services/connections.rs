@@ -11,7 +11,7 @@ use crate::{
     db::connections::{self, ConnectionRow},
     routing::registry::LiveConnection,
     state::AppState,
-    upstream::{catalog, executor::BaseUrl, oauth::TokenSet},
+    upstream::{catalog, code_assist, executor::BaseUrl, oauth::TokenSet},
 };
 
 pub async fn list(state: &AppState, provider: Option<&str>) -> Result<ConnectionList, ServiceError> {
@@ -193,27 +193,21 @@ pub async fn test(state: &AppState, id: &str) -> Result<ConnectionTestResult, Se
     };
     let conn = LiveConnection::from_row(&row, provider, base_url, plain);
     let started = Instant::now();
-    let result = match state.upstream.get(&conn.endpoint, conn.endpoint.models_path).await {
-        Err(e) => failed_test(0, started.elapsed().as_millis() as u64, e.to_string()),
-        Ok(resp) => {
-            let status = resp.status();
-            let body: serde_json::Value =
-                serde_json::from_slice(&resp.read_limited(MAX_MODEL_LIST).await).unwrap_or_default();
-            let latency_ms = started.elapsed().as_millis() as u64;
-            if status.is_success() {
-                ConnectionTestResult {
-                    ok: true,
-                    status: status.as_u16(),
-                    latency_ms,
-                    models: model_ids(&body),
-                    error: None,
-                }
-            } else {
-                let msg =
-                    body.pointer("/error/message").and_then(|m| m.as_str()).unwrap_or("upstream refused the request");
-                failed_test(status.as_u16(), latency_ms, format!("{status}: {msg}"))
-            }
-        }
+    // Code Assist lists no models: finding the account's project is the test.
+    let code_assist = (provider.wire == catalog::Wire::CodeAssist)
+        .then(|| code_assist::project(state.upstream.as_ref(), &conn.endpoint));
+    let result = match code_assist {
+        Some(found) => match found.await {
+            Ok(_) => ConnectionTestResult {
+                ok: true,
+                status: 200,
+                latency_ms: started.elapsed().as_millis() as u64,
+                models: provider.models.iter().map(|m| (*m).to_owned()).collect(),
+                error: None,
+            },
+            Err(e) => failed_test(0, started.elapsed().as_millis() as u64, e),
+        },
+        None => models_test(state, &conn, started).await,
     };
     let mut result = result;
     result.error = result.error.map(|e| conn.redact(&e));
@@ -238,6 +232,32 @@ pub async fn test(state: &AppState, id: &str) -> Result<ConnectionTestResult, Se
         }
     }
     Ok(result)
+}
+
+/// The usual test: the upstream's model list, read with the credential.
+async fn models_test(state: &AppState, conn: &LiveConnection, started: Instant) -> ConnectionTestResult {
+    match state.upstream.get(&conn.endpoint, conn.endpoint.models_path).await {
+        Err(e) => failed_test(0, started.elapsed().as_millis() as u64, e.to_string()),
+        Ok(resp) => {
+            let status = resp.status();
+            let body: serde_json::Value =
+                serde_json::from_slice(&resp.read_limited(MAX_MODEL_LIST).await).unwrap_or_default();
+            let latency_ms = started.elapsed().as_millis() as u64;
+            if status.is_success() {
+                ConnectionTestResult {
+                    ok: true,
+                    status: status.as_u16(),
+                    latency_ms,
+                    models: model_ids(&body),
+                    error: None,
+                }
+            } else {
+                let msg =
+                    body.pointer("/error/message").and_then(|m| m.as_str()).unwrap_or("upstream refused the request");
+                failed_test(status.as_u16(), latency_ms, format!("{status}: {msg}"))
+            }
+        }
+    }
 }
 
 /// The shared validator checks a base URL's shape (it also runs in the

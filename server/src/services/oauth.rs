@@ -23,7 +23,10 @@ use crate::{
     db::connections,
     routing::registry::LiveConnection,
     state::AppState,
-    upstream::oauth::{self, Pkce, RefreshError, TokenSet},
+    upstream::{
+        code_assist,
+        oauth::{self, Pkce, RefreshError, TokenSet},
+    },
 };
 
 /// How long before its expiry a token is refreshed.
@@ -101,6 +104,29 @@ pub async fn refresh(
             Err(failed(&e))
         }
     }
+}
+
+/// `conn` with its Code Assist project (a Gemini CLI account): found
+/// once, on its first attempt, and stored with its tokens. Single-flight
+/// with the refresh, so parallel first requests find it once.
+pub async fn with_project(state: &AppState, conn: &Arc<LiveConnection>) -> Result<Arc<LiveConnection>, String> {
+    let _turn = state.routing.connections.refresh_turn(&conn.id).await;
+    let current = state.routing.connections.snapshot().connection(&conn.id).cloned();
+    if let Some(current) = current.filter(|c| c.account_id.is_some()) {
+        return Ok(current);
+    }
+    let project = code_assist::project(state.upstream.as_ref(), &conn.endpoint).await.map_err(|e| conn.redact(&e))?;
+    let row = connections::get(&state.db, &conn.id)
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| "the connection was deleted".to_owned())?;
+    let plain = row.credential_enc.as_deref().map(|c| state.auth.secrets.decrypt(c)).transpose();
+    let mut tokens = plain.map_err(|e| e.to_string())?.as_deref().map(TokenSet::read).unwrap_or_default();
+    tokens.account_id = Some(project);
+    store(state, row, &tokens).await.map_err(|e| e.to_string())?;
+    tracing::info!(connection_id = %conn.id, "Code Assist project found");
+    let snapshot = state.routing.connections.snapshot();
+    snapshot.connection(&conn.id).cloned().ok_or_else(|| "the connection is no longer active".into())
 }
 
 /// Stores the new token set, then rebuilds the registry with it.
@@ -181,9 +207,7 @@ pub async fn import(state: &AppState, input: ImportCredentials) -> Result<Connec
     let (provider, tokens) = match input.format {
         ImportFormat::ClaudeCode => ("claude", credentials_file::claude_code(&input.credentials)?),
         ImportFormat::Codex => ("codex", credentials_file::codex(&input.credentials)?),
-        ImportFormat::GeminiCli => {
-            return Err(ServiceError::field("format", "gemini-cli files cannot be imported yet"));
-        }
+        ImportFormat::GeminiCli => ("gemini-cli", credentials_file::gemini_cli(&input.credentials)?),
     };
     add(state, provider, input.name, tokens).await
 }

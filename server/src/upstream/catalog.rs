@@ -32,13 +32,22 @@ pub enum Wire {
     /// ChatGPT's Codex backend: Responses at `/codex/responses`, which only
     /// streams and stores nothing (`stream: true`, `store: false`).
     Codex,
+    /// Google's Code Assist backend (Gemini CLI sign-ins): Gemini requests
+    /// and answers inside an envelope naming the model and the account's
+    /// Code Assist project, at `/v1internal:…`.
+    CodeAssist,
 }
 
 impl Wire {
     /// Where its chat endpoint sits under the base URL, when not where
     /// the protocol puts it.
-    pub fn chat_path(self) -> Option<&'static str> {
-        (self == Self::Codex).then_some("/codex/responses")
+    pub fn chat_path(self, stream: bool) -> Option<&'static str> {
+        match self {
+            Self::Standard | Self::ClaudeCode => None,
+            Self::Codex => Some("/codex/responses"),
+            Self::CodeAssist if stream => Some("/v1internal:streamGenerateContent?alt=sse"),
+            Self::CodeAssist => Some("/v1internal:generateContent"),
+        }
     }
 
     /// Where its model list sits, when not where the protocol puts it.
@@ -50,7 +59,7 @@ impl Wire {
     /// the base URL.
     pub fn usage_path(self) -> Option<&'static str> {
         match self {
-            Self::Standard => None,
+            Self::Standard | Self::CodeAssist => None,
             Self::ClaudeCode => Some("/api/oauth/usage"),
             Self::Codex => Some("/wham/usage"),
         }
@@ -102,7 +111,7 @@ const fn p(
 use Category::{Apikey, Local, Oauth};
 use Protocol::{Anthropic, Gemini, OpenaiChat, Responses};
 
-static PROVIDERS: [Provider; 18] = [
+static PROVIDERS: [Provider; 19] = [
     p(
         "openai",
         "OpenAI",
@@ -149,6 +158,19 @@ static PROVIDERS: [Provider; 18] = [
             Oauth,
             "https://chatgpt.com/backend-api",
             &["gpt-5-codex", "gpt-5", "gpt-5-codex-mini"],
+        )
+    },
+    // A Google account's Gemini Code Assist (free or paid), signed in through the Gemini CLI's client.
+    Provider {
+        has_per_model_quota: true,
+        wire: Wire::CodeAssist,
+        ..p(
+            "gemini-cli",
+            "Gemini (Gemini CLI sign-in)",
+            Gemini,
+            Oauth,
+            "https://cloudcode-pa.googleapis.com",
+            &["gemini-2.5-pro", "gemini-2.5-flash", "gemini-2.5-flash-lite"],
         )
     },
     Provider {

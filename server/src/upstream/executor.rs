@@ -254,6 +254,19 @@ impl UpstreamResponse {
         Bytes::from(buf)
     }
 
+    /// A 2xx answer's JSON (at most `limit` bytes read), or why there is
+    /// none: the status with the upstream's `error.message`, or the parse.
+    pub async fn json_answer(self, limit: usize) -> Result<serde_json::Value, String> {
+        let status = self.status();
+        let raw = self.read_limited(limit).await;
+        let parsed = serde_json::from_slice::<serde_json::Value>(&raw);
+        if !status.is_success() {
+            let v = parsed.unwrap_or_default();
+            return Err(format!("answered {status}: {}", v["error"]["message"].as_str().unwrap_or("no message")));
+        }
+        parsed.map_err(|e| format!("answered something that is not JSON ({e})"))
+    }
+
     /// The body's chunks as they arrive (an error as its causes' text).
     pub fn into_stream(self) -> BoxStream<'static, Result<Bytes, String>> {
         BodyDataStream::new(self.0.into_body()).boxed()

@@ -7,7 +7,10 @@
 
 use serde_json::Value;
 
-use super::{Upstream, executor::Endpoint};
+use super::{
+    Upstream,
+    executor::{Endpoint, TransportError, UpstreamResponse},
+};
 
 const PROGRAM: &str = "juniper_tide";
 const STATUS_PATH: &str = "/api/oauth/usage?at_wall=1&skip_spend=1";
@@ -68,16 +71,8 @@ pub async fn claim(upstream: &dyn Upstream, endpoint: &Endpoint, organization: O
 }
 
 /// A JSON answer of a 2xx call, or why there is none.
-async fn read(
-    call: impl Future<Output = Result<super::executor::UpstreamResponse, super::executor::TransportError>>,
-) -> Result<Value, String> {
-    let resp = call.await.map_err(|e| e.to_string())?;
-    let status = resp.status();
-    let raw = resp.read_limited(MAX_ANSWER).await;
-    if !status.is_success() {
-        return Err(format!("answered {status}"));
-    }
-    serde_json::from_slice(&raw).map_err(|e| format!("an answer that is not JSON ({e})"))
+async fn read(call: impl Future<Output = Result<UpstreamResponse, TransportError>>) -> Result<Value, String> {
+    call.await.map_err(|e| e.to_string())?.json_answer(MAX_ANSWER).await
 }
 
 /// An RFC 3339 time or epoch seconds, as epoch ms.

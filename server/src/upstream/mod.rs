@@ -3,6 +3,7 @@
 //! behind the [`Upstream`] seam (an in-process fake in timing tests).
 
 pub mod catalog;
+pub mod code_assist;
 mod connector;
 pub mod executor;
 #[cfg(test)]

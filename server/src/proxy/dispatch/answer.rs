@@ -16,11 +16,14 @@ use super::{
     limit::Limit,
 };
 use crate::{
-    protocols::{responses::codex, translate},
+    protocols::{code_assist, responses::codex, translate},
     proxy::{context::SELECTED_CONNECTION, errors::ProxyError, usage},
     routing::registry::LiveConnection,
     state::AppState,
-    upstream::executor::{TransportError, UpstreamResponse},
+    upstream::{
+        catalog::Wire,
+        executor::{TransportError, UpstreamResponse},
+    },
 };
 
 /// A non-stream success: the whole body (within `FETCH_TIMEOUT_MS`, and
@@ -37,8 +40,14 @@ pub(super) async fn json(state: &AppState, call: &Call<'_>, mut guard: AttemptGu
         Ok(Err(e)) => return Tried::Failed(transport_failure(&mut guard, &e, None)),
         Err(_) => return Tried::Failed(limit.expired(&mut guard, None)),
     };
-    // A backend that only streams: its events hold the answer.
-    let body = match guard.conn.provider.wire.streams_only().then(|| codex::gather(&body)) {
+    // A backend that only streams: its events hold the answer; Code
+    // Assist's is inside its envelope.
+    let unwrapped = match guard.conn.provider.wire {
+        Wire::Codex => Some(codex::gather(&body)),
+        Wire::CodeAssist => Some(code_assist::unwrap_answer(&body)),
+        Wire::Standard | Wire::ClaudeCode => None,
+    };
+    let body = match unwrapped {
         None => body,
         Some(Ok(answer)) => answer,
         Some(Err(why)) => return Tried::Failed(transport_failure(&mut guard, &TransportError::Network(why), None)),

@@ -13,10 +13,13 @@ use super::{
     oauth, queue, streaming, usage_wall,
 };
 use crate::{
-    protocols::translate,
+    protocols::{code_assist, translate},
     resilience::tool_limits,
     state::AppState,
-    upstream::executor::{TransportError, UpstreamResponse},
+    upstream::{
+        catalog::Wire,
+        executor::{TransportError, UpstreamResponse},
+    },
 };
 
 /// Largest upstream error body read (the rest is ignored).
@@ -41,11 +44,16 @@ pub(super) async fn attempt(state: &Arc<AppState>, call: &Call<'_>, mut guard: A
     let limit = Limit::of(&guard, &call.caller.deadline, guard.started(), own);
     let extra = if upstream == call.caller.client { call.caller.passthrough_headers } else { &*NO_HEADERS };
     let wire = conn.provider.wire;
-    let path =
-        wire.chat_path().map_or_else(|| translate::upstream_path(upstream, &call.target.model, stream), Cow::Borrowed);
+    let path = wire
+        .chat_path(stream || wire.streams_only())
+        .map_or_else(|| translate::upstream_path(upstream, &call.target.model, stream), Cow::Borrowed);
     let body = match &call.handoff {
         Some((from, noted)) if conn.id != *from => noted.clone(),
         _ => call.body.clone(),
+    };
+    let body = match wire {
+        Wire::CodeAssist => code_assist::envelope(&body, &call.target.model, conn.account_id.as_deref()),
+        _ => body,
     };
     let mut wall = usage_wall::Wall::of(state, &conn);
     let resp = loop {

@@ -21,14 +21,14 @@ use super::{
     limit::{EndedBy, Limit},
 };
 use crate::{
-    protocols::translate::StreamTranslator,
+    protocols::{code_assist, translate::StreamTranslator},
     proxy::stream::{
         progress::Watch,
         readiness::{self, NotReady},
         relay::{Budgets, Committed, Relay, StreamEnd},
     },
     state::AppState,
-    upstream::executor::UpstreamResponse,
+    upstream::{catalog::Wire, executor::UpstreamResponse},
 };
 
 pub(super) async fn open(
@@ -44,7 +44,10 @@ pub(super) async fn open(
     let content_type = (upstream == client)
         .then(|| resp.headers().get(header::CONTENT_TYPE).and_then(|v| HeaderValue::from_bytes(v.as_bytes()).ok()))
         .flatten();
-    let mut body = resp.into_stream();
+    let mut body = match conn.provider.wire {
+        Wire::CodeAssist => code_assist::unwrap_stream(resp.into_stream()),
+        _ => resp.into_stream(),
+    };
     let mut watch = Watch::new(upstream);
     let mut ready = match readiness::first_event(&mut body, &mut watch, limit.at).await {
         Ok(ready) => ready,

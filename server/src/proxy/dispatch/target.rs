@@ -85,7 +85,8 @@ pub async fn serve_target(
 /// `body` as the provider's backend takes it.
 fn for_wire(wire: Wire, body: Bytes) -> Bytes {
     match wire {
-        Wire::Standard => body,
+        // Code Assist's envelope names the connection's project: made per attempt.
+        Wire::Standard | Wire::CodeAssist => body,
         // A Claude subscription serves only requests that open as Claude Code's.
         Wire::ClaudeCode => identity::with_identity(body),
         Wire::Codex => codex::for_codex(body),

@@ -45,7 +45,22 @@ pub fn codex(file: &Value) -> Result<TokenSet, ServiceError> {
     Ok(tokens)
 }
 
-/// The string fields of one object of a credentials file.
+/// Gemini CLI's `~/.gemini/oauth_creds.json`: `access_token`,
+/// `refresh_token` and `expiry_date` (epoch ms) at the top level. The
+/// account's Code Assist project is found on its first request.
+pub fn gemini_cli(file: &Value) -> Result<TokenSet, ServiceError> {
+    let fields = Fields { file, object: "", what: "Gemini CLI's ~/.gemini/oauth_creds.json" };
+    let access_token = fields.required("access_token")?;
+    let refresh_token = fields.optional("refresh_token")?;
+    let expires_at = match &file["expiry_date"] {
+        Value::Null => None,
+        v => Some(v.as_i64().ok_or_else(|| fields.wrong("expiry_date", "must be epoch milliseconds"))?),
+    };
+    Ok(TokenSet::given(access_token, refresh_token, expires_at, None))
+}
+
+/// The string fields of one object of a credentials file (`object` empty:
+/// the file's top level).
 struct Fields<'a> {
     file: &'a Value,
     object: &'static str,
@@ -55,18 +70,25 @@ struct Fields<'a> {
 
 impl Fields<'_> {
     fn wrong(&self, name: &str, why: &str) -> ServiceError {
-        ServiceError::field(&format!("credentials.{}.{name}", self.object), why)
+        match self.object {
+            "" => ServiceError::field(&format!("credentials.{name}"), why),
+            object => ServiceError::field(&format!("credentials.{object}.{name}"), why),
+        }
     }
 
     fn required(&self, name: &str) -> Result<String, ServiceError> {
         self.optional(name)?.ok_or_else(|| {
-            let why = format!("is missing: send the JSON of {}, which holds a {} object", self.what, self.object);
+            let why = match self.object {
+                "" => format!("is missing: send the JSON of {}", self.what),
+                object => format!("is missing: send the JSON of {}, which holds a {object} object", self.what),
+            };
             self.wrong(name, &why)
         })
     }
 
     fn optional(&self, name: &str) -> Result<Option<String>, ServiceError> {
-        match &self.file[self.object][name] {
+        let object = if self.object.is_empty() { self.file } else { &self.file[self.object] };
+        match &object[name] {
             Value::Null => Ok(None),
             Value::String(s) if !s.trim().is_empty() => Ok(Some(s.trim().to_owned())),
             _ => Err(self.wrong(name, "must be a non-empty string")),
@@ -103,5 +125,14 @@ mod tests {
         let api_key = json!({"OPENAI_API_KEY": "sk-1", "tokens": null});
         assert_eq!(codex(&api_key).map_err(field_of).err().as_deref(), Some("credentials.tokens"));
         assert_eq!(codex(&json!({})).map_err(field_of).err().as_deref(), Some("credentials.tokens.access_token"));
+        let gemini = json!({"access_token": "ya29.a", "refresh_token": "1//r", "expiry_date": 7, "scope": "s"});
+        let t = gemini_cli(&gemini).ok().map(|t| (t.access_token, t.refresh_token, t.expires_at));
+        assert_eq!(t, Some(("ya29.a".into(), Some("1//r".into()), Some(7))));
+        assert_eq!(
+            gemini_cli(&json!({"token": "x"})).map_err(field_of).err().as_deref(),
+            Some("credentials.access_token")
+        );
+        let bad = json!({"access_token": "a", "expiry_date": "soon"});
+        assert_eq!(gemini_cli(&bad).map_err(field_of).err().as_deref(), Some("credentials.expiry_date"));
     }
 }

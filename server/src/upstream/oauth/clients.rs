@@ -1,5 +1,6 @@
 //! Each subscription provider's public OAuth client, as its own CLI uses
-//! it (Claude Code's, the Codex CLI's), and the sign-in URL with PKCE.
+//! it (Claude Code's, the Codex CLI's, the Gemini CLI's), and the sign-in
+//! URL with PKCE.
 
 use http::{HeaderMap, HeaderValue};
 
@@ -12,6 +13,8 @@ pub enum TokenBody {
     Json,
     /// A code exchange is form-encoded, a refresh is JSON (OpenAI).
     FormExchange,
+    /// Both are form-encoded and carry the client's secret (Google).
+    Form,
 }
 
 /// A provider's public OAuth client.
@@ -19,6 +22,9 @@ pub enum TokenBody {
 pub struct OauthClient {
     pub provider: &'static str,
     pub client_id: &'static str,
+    /// An installed application's secret, which its CLI publishes (Google's
+    /// token endpoint wants it; it guards nothing).
+    pub client_secret: Option<&'static str>,
     /// Where tokens are issued and refreshed, unless
     /// `OMNIROUTE_OAUTH_TOKEN_URL_<PROVIDER>` says otherwise.
     pub token_url: &'static str,
@@ -39,6 +45,7 @@ pub struct OauthClient {
 pub const CLAUDE: OauthClient = OauthClient {
     provider: "claude",
     client_id: "9d1c250a-e61b-44d9-88ed-5944d1962f5e",
+    client_secret: None,
     token_url: "https://console.anthropic.com/v1/oauth/token",
     authorize_url: "https://claude.ai/oauth/authorize",
     redirect_uri: "https://console.anthropic.com/oauth/code/callback",
@@ -52,6 +59,7 @@ pub const CLAUDE: OauthClient = OauthClient {
 pub const CODEX: OauthClient = OauthClient {
     provider: "codex",
     client_id: "app_EMoamEEZ73f0CkXaXp7hrann",
+    client_secret: None,
     token_url: "https://auth.openai.com/oauth/token",
     authorize_url: "https://auth.openai.com/oauth/authorize",
     redirect_uri: "http://localhost:1455/auth/callback",
@@ -65,17 +73,32 @@ pub const CODEX: OauthClient = OauthClient {
     refresh_scope: Some("openid profile email"),
 };
 
+/// The Gemini CLI's client (a Google account's Gemini Code Assist, free
+/// or paid tier). Its sign-in page shows the code to paste back.
+pub const GEMINI_CLI: OauthClient = OauthClient {
+    provider: "gemini-cli",
+    client_id: "681255809395-oo8ft2oprdrnp9e3aqf6av3hmdib135j.apps.googleusercontent.com",
+    client_secret: Some("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"),
+    token_url: "https://oauth2.googleapis.com/token",
+    authorize_url: "https://accounts.google.com/o/oauth2/v2/auth",
+    redirect_uri: "https://codeassist.google.com/authcode",
+    scopes: "https://www.googleapis.com/auth/cloud-platform https://www.googleapis.com/auth/userinfo.email https://www.googleapis.com/auth/userinfo.profile",
+    sign_in_params: &[("access_type", "offline")],
+    token_body: TokenBody::Form,
+    refresh_scope: None,
+};
+
 /// How the Codex CLI names itself to the ChatGPT backend.
 const CODEX_ORIGINATOR: &str = "codex_cli_rs";
 
 /// The OAuth client of `provider`, when it is a subscription provider.
 pub fn client(provider: &str) -> Option<&'static OauthClient> {
-    [&CLAUDE, &CODEX].into_iter().find(|c| c.provider == provider)
+    [&CLAUDE, &CODEX, &GEMINI_CLI].into_iter().find(|c| c.provider == provider)
 }
 
 /// The providers a user can sign in to, for messages.
 pub fn providers() -> String {
-    [&CLAUDE, &CODEX].map(|c| c.provider).join(", ")
+    [&CLAUDE, &CODEX, &GEMINI_CLI].map(|c| c.provider).join(", ")
 }
 
 /// The headers a subscription's backend wants beside the bearer token:

@@ -67,15 +67,11 @@ pub async fn refresh(
     refresh_token: &str,
     now_ms: i64,
 ) -> Result<TokenSet, RefreshError> {
-    let mut body = serde_json::json!({
-        "grant_type": "refresh_token",
-        "refresh_token": refresh_token,
-        "client_id": client.client_id,
-    });
-    if let Some(scope) = client.refresh_scope {
-        body["scope"] = scope.into();
-    }
-    let set = issue(upstream, token_url, Body::Json(&body), now_ms).await?;
+    let mut fields =
+        vec![("grant_type", "refresh_token"), ("refresh_token", refresh_token), ("client_id", client.client_id)];
+    fields.extend(client.refresh_scope.map(|scope| ("scope", scope)));
+    fields.extend(client.client_secret.map(|secret| ("client_secret", secret)));
+    let set = issue(upstream, token_url, Body::of(client.token_body == TokenBody::Form, &fields), now_ms).await?;
     Ok(TokenSet { refresh_token: set.refresh_token.or_else(|| Some(refresh_token.to_owned())), ..set })
 }
 
@@ -88,39 +84,39 @@ pub async fn exchange(
     (code, state, verifier): (&str, &str, &str),
     now_ms: i64,
 ) -> Result<TokenSet, RefreshError> {
-    let fields = [
+    let mut fields = vec![
         ("grant_type", "authorization_code"),
         ("code", code),
         ("client_id", client.client_id),
         ("redirect_uri", client.redirect_uri),
         ("code_verifier", verifier),
     ];
-    match client.token_body {
-        TokenBody::Json => {
-            let mut json: serde_json::Map<_, _> = fields.iter().map(|(k, v)| ((*k).to_owned(), (*v).into())).collect();
-            json.insert("state".into(), state.into());
-            issue(upstream, token_url, Body::Json(&json.into()), now_ms).await
-        }
-        TokenBody::FormExchange => {
-            let form = form_urlencoded::Serializer::new(String::new()).extend_pairs(fields).finish();
-            issue(upstream, token_url, Body::Form(form), now_ms).await
-        }
+    fields.extend(client.client_secret.map(|secret| ("client_secret", secret)));
+    // Anthropic's JSON exchange carries the sign-in's state too.
+    if client.token_body == TokenBody::Json {
+        fields.push(("state", state));
     }
+    issue(upstream, token_url, Body::of(client.token_body != TokenBody::Json, &fields), now_ms).await
 }
 
 /// A token request's body.
-enum Body<'a> {
-    Json(&'a serde_json::Value),
+enum Body {
+    Json(serde_json::Value),
     Form(String),
 }
 
+impl Body {
+    /// `fields` form-encoded, or as a JSON object.
+    fn of(form: bool, fields: &[(&str, &str)]) -> Self {
+        if form {
+            return Self::Form(form_urlencoded::Serializer::new(String::new()).extend_pairs(fields).finish());
+        }
+        Self::Json(fields.iter().map(|(k, v)| ((*k).to_owned(), serde_json::Value::from(*v))).collect())
+    }
+}
+
 /// POSTs `body` to the token endpoint: the token set it issued.
-async fn issue(
-    upstream: &dyn Upstream,
-    token_url: &str,
-    body: Body<'_>,
-    now_ms: i64,
-) -> Result<TokenSet, RefreshError> {
+async fn issue(upstream: &dyn Upstream, token_url: &str, body: Body, now_ms: i64) -> Result<TokenSet, RefreshError> {
     let base_url =
         BaseUrl::parse(token_url).ok_or_else(|| RefreshError::Failed(format!("bad token URL {token_url}")))?;
     let endpoint = Endpoint::new(Protocol::OpenaiChat, base_url, None);
