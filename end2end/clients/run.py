@@ -9,6 +9,10 @@ than the client:
 * openai Python SDK (Chat Completions)            -> Anthropic upstream
 * anthropic Python SDK (Messages)                 -> OpenAI-compatible upstream
 
+Claude Code and Codex also make a tool round trip through a subscription
+imported from the file each CLI writes (a Claude Pro/Max account, a
+ChatGPT account) against the fake's subscription backends, which check the
+bearer token, the OAuth beta, the account header and Codex's wire;
 and Claude Code and Codex complete their turn when the first connection of
 their upstream stalls — before its response headers, and after its first
 event — while a second connection is healthy (xtask sets short stream
@@ -24,6 +28,7 @@ Environment (set by xtask): OMNIROUTE_URL, FAKE_URL, OMNIROUTE_MANAGEMENT_KEY,
 CLIENTS_BIN (node_modules/.bin), WORK_DIR (scratch).
 """
 
+import base64
 import json
 import os
 import subprocess
@@ -100,11 +105,11 @@ def claude_home(key):
     return home, env
 
 
-def codex_home(key):
+def codex_home(key, model="anthropic/fake-model"):
     """A scratch CODEX_HOME whose config routes Codex through the gateway."""
     home = tempfile.mkdtemp(dir=WORK)
     with open(os.path.join(home, "config.toml"), "w") as f:
-        f.write(f'''model = "anthropic/fake-model"
+        f.write(f'''model = "{model}"
 model_provider = "omniroute"
 check_for_update_on_startup = false
 
@@ -158,6 +163,59 @@ def codex(key):
 
 # Codex's shell tool as its first scenario saw it (name, arguments).
 CODEX_SHELL = {}
+
+CLAUDE_TOKEN = "sk-ant-oat01-e2e-clients"
+CODEX_ACCOUNT = "acct-fake-codex"
+
+
+def jwt(claims):
+    part = lambda o: base64.urlsafe_b64encode(json.dumps(o).encode()).decode().rstrip("=")
+    return f"{part({'alg': 'none'})}.{part(claims)}.sig"
+
+
+def import_subscriptions():
+    """A Claude and a ChatGPT subscription, imported from the files their
+    CLIs write, pointed at the fake's subscription backends."""
+    claude = {"claudeAiOauth": {"accessToken": CLAUDE_TOKEN, "refreshToken": "sk-ant-ort01-e2e-clients",
+                                "expiresAt": int(time.time() * 1000) + 3_600_000, "subscriptionType": "max"}}
+    codex = {"tokens": {"access_token": jwt({"https://api.openai.com/auth": {"chatgpt_account_id": CODEX_ACCOUNT}}),
+                        "refresh_token": "rt-e2e-clients", "account_id": CODEX_ACCOUNT}}
+    for fmt, name, file in (("claude-code", "e2e-claude-max", claude), ("codex", "e2e-chatgpt", codex)):
+        made = http("POST", f"{GW}/api/providers/import", {"format": fmt, "name": name, "credentials": file}, MGMT)
+        http("PUT", f"{GW}/api/providers/{made['connection']['id']}", {"baseUrl": FAKE}, MGMT)
+
+
+def claude_code_subscription(key):
+    """Claude Code through an imported Claude subscription: a bearer token
+    with the OAuth beta, never an API key, and a Bash round trip."""
+    home, env = claude_home(key)
+    cmd = [os.path.join(BIN, "claude"), "-p", "--output-format", "json", "--model", "claude/fake-model",
+           "Run the echo command", "--allowedTools", "Bash(echo:*)"]
+    reset()
+    script_tool_call("/v1/messages", "Bash", {"command": "echo tool-$((40+2))", "description": "print a marker"})
+    p, secs = run(cmd, env, home)
+    sent = [r for r in requests_on("/v1/messages") if r["path"] == "/v1/messages"]
+    bearer = bool(sent) and all(r["headers"].get("authorization") == f"Bearer {CLAUDE_TOKEN}"
+                                and "x-api-key" not in r["headers"] for r in sent)
+    ok = p.returncode == 0 and TEXT in p.stdout and bearer and tool_result_reached("/v1/messages", "tool-42")
+    detail = f"bearer on every call: {bearer}\n" + p.stdout[-400:] + p.stderr[-400:]
+    return [("Claude Code -> imported Claude subscription: Bash tool round trip", ok, secs, detail)]
+
+
+def codex_subscription(key):
+    """Codex through an imported ChatGPT subscription: the Codex backend
+    with the account header, and a shell round trip."""
+    home, env = codex_home(key, model="codex/fake-model")
+    cmd = [os.path.join(BIN, "codex"), "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
+           "Run echo"]
+    reset()
+    script_tool_call("/codex/responses", CODEX_SHELL["name"], CODEX_SHELL["arguments"])
+    p, secs = run(cmd, env, home)
+    sent = requests_on("/codex/responses")
+    account = bool(sent) and all(r["headers"].get("chatgpt-account-id") == CODEX_ACCOUNT for r in sent)
+    ok = p.returncode == 0 and account and tool_result_reached("/codex/responses", "tool-42")
+    detail = f"account header on every call: {account}\n" + p.stdout[-400:] + p.stderr[-400:]
+    return [(f"Codex -> imported ChatGPT subscription: {CODEX_SHELL['name']} tool round trip", ok, secs, detail)]
 
 
 def shell_call(recorded, command):
@@ -323,9 +381,10 @@ def anthropic_sdk(key):
 
 def main():
     key = setup()
+    import_subscriptions()
     results = []
-    for scenario in (anthropic_sdk, openai_sdk, claude_code, codex, claude_code_stalls, codex_stalls,
-                     claude_code_pins, codex_pins):
+    for scenario in (anthropic_sdk, openai_sdk, claude_code, codex, claude_code_subscription, codex_subscription,
+                     claude_code_stalls, codex_stalls, claude_code_pins, codex_pins):
         try:
             results += scenario(key)
         except Exception as e:  # a client that crashes is a failed scenario, not a crashed run
