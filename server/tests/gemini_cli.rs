@@ -138,5 +138,20 @@ async fn an_imported_oauth_creds_json_is_refreshed_without_losing_its_refresh_to
     assert!(stored > gw.state.clock.now_ms() + 3_000_000, "the refreshed token's expiry");
     let resp = gw.api(reqwest::Method::POST, &format!("/api/providers/{id}/test")).send().await.unwrap();
     assert_eq!(resp.json::<Value>().await.unwrap()["ok"], true);
+    // Its daily quota per model, from Code Assist.
+    let quotas = gw.get_json("/api/quotas?refresh=true").await;
+    let account = &quotas["connections"][0];
+    assert_eq!(
+        (account["provider"].as_str(), account["source"].as_str()),
+        (Some("gemini-cli"), Some("usage-endpoint")),
+        "{quotas}"
+    );
+    let windows: Vec<(&str, f64)> = account["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| (w["window"].as_str().unwrap(), w["usedPercent"].as_f64().unwrap()))
+        .collect();
+    assert_eq!(windows, [("gemini-2.5-pro", 20.0), ("gemini-2.5-flash", 0.0)], "{quotas}");
     gw.stop().await;
 }

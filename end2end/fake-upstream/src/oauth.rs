@@ -31,7 +31,8 @@
 //! * The Code Assist backend (`/v1internal:…`) sets an account up on its
 //!   first `onboardUser` ([`CODE_ASSIST_PROJECT`]) and wants a bearer
 //!   token and that project in each generate call's envelope; it answers
-//!   Gemini inside `{"response": …}`.
+//!   Gemini inside `{"response": …}`; `retrieveUserQuota` of that project
+//!   has two models' daily buckets.
 //! * The Codex backend (`…/codex/responses`) wants a bearer token, the
 //!   account header, `stream: true`, `store: false` and `instructions`,
 //!   and refuses the public API's token limit and sampling parameters.
@@ -191,6 +192,10 @@ pub fn code_assist(
             json!({"done": true, "response": {"cloudaicompanionProject": {"id": CODE_ASSIST_PROJECT}}})
         }
         "onboardUser" => return Some(google_error(StatusCode::BAD_REQUEST, "unknown tier")),
+        // 20 % of the pro model's daily requests used, none of flash's.
+        "retrieveUserQuota" if body["project"] == CODE_ASSIST_PROJECT => json!({"buckets": [
+            {"modelId": "gemini-2.5-pro", "tokenType": "REQUESTS", "remainingFraction": 0.8, "resetTime": in_days(1)},
+            {"modelId": "gemini-2.5-flash", "tokenType": "REQUESTS", "remainingFraction": 1.0, "resetTime": in_days(1)}]}),
         _ if body["project"] != CODE_ASSIST_PROJECT => {
             return Some(google_error(StatusCode::FORBIDDEN, "The caller does not have permission (project)"));
         }

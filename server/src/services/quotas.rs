@@ -1,5 +1,6 @@
 //! Subscription plan windows: read from each account's usage endpoint
-//! (Claude's `{base}/api/oauth/usage`, Codex's `{base}/wham/usage`) in the
+//! (Claude's `{base}/api/oauth/usage`, Codex's `{base}/wham/usage`, a
+//! Gemini CLI account's `retrieveUserQuota` of Code Assist) in the
 //! background, at most every [`FETCH_EVERY_MS`] per account — an answer's
 //! headers keep them current in between ([`crate::routing::quota`]) — and
 //! listed for `GET /api/quotas` and the Providers page's bars.
@@ -40,22 +41,30 @@ pub async fn fetch(state: &AppState, conn: &Arc<LiveConnection>) -> Result<PlanR
     let Some(path) = conn.provider.wire.usage_path() else {
         return Err(format!("{} reports no plan usage", conn.provider.id));
     };
-    let conn = if oauth::needs_refresh(conn, state.clock.now_ms()) {
+    let mut conn = if oauth::needs_refresh(conn, state.clock.now_ms()) {
         oauth::refresh(state, conn, false).await.map_err(|e| e.to_string())?
     } else {
         conn.clone()
     };
-    let resp = state.upstream.get(&conn.endpoint, path).await.map_err(|e| e.to_string())?;
-    let status = resp.status();
-    let body = resp.read_limited(MAX_USAGE_BODY).await;
-    if !status.is_success() {
-        return Err(conn.redact(&format!("the usage endpoint answered {status}")));
-    }
-    let body: serde_json::Value =
-        serde_json::from_slice(&body).map_err(|e| format!("the usage endpoint's answer could not be read: {e}"))?;
+    // Code Assist's quota is asked of the account's project.
+    let resp = if conn.provider.wire == Wire::CodeAssist {
+        if conn.account_id.is_none() {
+            conn = oauth::with_project(state, &conn).await?;
+        }
+        let body = bytes::Bytes::from(serde_json::json!({"project": conn.account_id}).to_string());
+        state.upstream.post(&conn.endpoint, path, body, false, &http::HeaderMap::new()).await
+    } else {
+        state.upstream.get(&conn.endpoint, path).await
+    };
+    let body = resp
+        .map_err(|e| e.to_string())?
+        .json_answer(MAX_USAGE_BODY)
+        .await
+        .map_err(|why| conn.redact(&format!("the usage endpoint {why}")))?;
     let now = state.clock.now_ms();
     let report = match conn.provider.wire {
         Wire::Codex => quota::from_codex_usage(&body, now),
+        Wire::CodeAssist => quota::from_code_assist_quota(&body, now),
         _ => quota::from_claude_usage(&body, now),
     };
     let report = report.ok_or_else(|| "the usage endpoint named no plan window".to_owned())?;

@@ -56,12 +56,13 @@ impl Wire {
     }
 
     /// Where its subscription usage (the plan's windows) is read, under
-    /// the base URL.
+    /// the base URL (Code Assist's is a POST naming the project).
     pub fn usage_path(self) -> Option<&'static str> {
         match self {
-            Self::Standard | Self::CodeAssist => None,
+            Self::Standard => None,
             Self::ClaudeCode => Some("/api/oauth/usage"),
             Self::Codex => Some("/wham/usage"),
+            Self::CodeAssist => Some("/v1internal:retrieveUserQuota"),
         }
     }
 

@@ -18,7 +18,7 @@
 mod plan;
 mod rate_limits;
 
-pub use plan::{PlanReport, PlanWindow, Source, from_claude_usage, from_codex_usage};
+pub use plan::{PlanReport, PlanWindow, Source, from_claude_usage, from_code_assist_quota, from_codex_usage};
 
 use dashmap::DashMap;
 use http::HeaderMap;

@@ -2,7 +2,8 @@
 //! Claude Pro/Max and ChatGPT plans — as the provider states them: on the
 //! headers of every answer (Claude's `anthropic-ratelimit-unified-*`,
 //! Codex's `x-codex-*`) and from its usage endpoint (Claude's
-//! `{base}/api/oauth/usage`, Codex's `{base}/wham/usage`).
+//! `{base}/api/oauth/usage`, Codex's `{base}/wham/usage`); and a Gemini
+//! CLI account's per-model daily quotas (Code Assist's `retrieveUserQuota`).
 
 use http::HeaderMap;
 use serde::{Deserialize, Serialize};
@@ -167,6 +168,33 @@ pub fn from_codex_usage(body: &Value, now_ms: i64) -> Option<PlanReport> {
     })
 }
 
+/// The quotas Code Assist states for a Gemini CLI account
+/// (`retrieveUserQuota`): a bucket per model, each `{modelId,
+/// remainingFraction, resetTime: RFC 3339}`; a window per model, named by
+/// it (they renew daily).
+pub fn from_code_assist_quota(body: &Value, now_ms: i64) -> Option<PlanReport> {
+    let mut windows: Vec<PlanWindow> = Vec::new();
+    for bucket in body["buckets"].as_array().into_iter().flatten() {
+        let (Some(model), Some(left)) = (bucket["modelId"].as_str(), bucket["remainingFraction"].as_f64()) else {
+            continue;
+        };
+        if windows.iter().any(|w| w.window == model) {
+            continue;
+        }
+        let reset_at_ms = bucket["resetTime"]
+            .as_str()
+            .and_then(|at| chrono::DateTime::parse_from_rfc3339(at).ok())
+            .map(|at| at.timestamp_millis());
+        windows.push(PlanWindow { window: model.to_owned(), used: (1.0 - left).clamp(0.0, 1.0), reset_at_ms });
+    }
+    (!windows.is_empty()).then_some(PlanReport {
+        plan: None,
+        windows,
+        source: Source::UsageEndpoint,
+        fetched_at_ms: now_ms,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::{super::test_headers as headers, *};
@@ -217,5 +245,20 @@ mod tests {
         assert_eq!(report.plan.as_deref(), Some("plus"));
         assert_eq!(from_codex_usage(&json!({"rate_limit": null}), 0), None);
         assert_eq!(window_name(90), "90m");
+    }
+
+    #[test]
+    fn code_assist_states_a_window_per_model() {
+        let body = json!({"buckets": [
+            {"modelId": "gemini-2.5-pro", "tokenType": "REQUESTS", "remainingFraction": 0.75, "resetTime": "2026-12-06T00:00:00Z"},
+            {"modelId": "gemini-2.5-pro", "tokenType": "TOKENS", "remainingFraction": 0.1},
+            {"modelId": "gemini-2.5-flash", "remainingFraction": 1.0},
+            {"tokenType": "REQUESTS"}]});
+        let report = from_code_assist_quota(&body, 9).unwrap_or_else(|| panic!("no report"));
+        assert_eq!(
+            report.windows,
+            [w("gemini-2.5-pro", 0.25, Some(1_796_515_200_000)), w("gemini-2.5-flash", 0.0, None)]
+        );
+        assert_eq!(from_code_assist_quota(&json!({"buckets": []}), 9), None);
     }
 }
