@@ -9,8 +9,8 @@ mod subscriptions;
 
 pub use edits::{EditConnection, SaveCombo, edit_connection, save_combo};
 pub use subscriptions::{
-    FinishSignIn, ImportSubscription, StartSignIn, finish_sign_in, get_quotas, import_subscription, pending_sign_in,
-    start_sign_in,
+    FinishSignIn, ImportSubscription, StartSignIn, credentials_on_this_machine, finish_sign_in, get_quotas,
+    import_subscription, pending_sign_in, start_sign_in,
 };
 
 use leptos::prelude::*;

@@ -81,13 +81,19 @@ pub trait Backend: Send + Sync + 'static {
     async fn delete_connection(&self, id: &str) -> BackendResult<()>;
     async fn test_connection(&self, id: &str) -> BackendResult<ConnectionTestResult>;
     /// Starts a subscription sign-in, like `POST /api/oauth/{provider}/start`.
-    fn start_sign_in(&self, provider: &str) -> BackendResult<WaitingSignIn>;
+    fn start_sign_in(&self, provider: &str, request: &http::request::Parts) -> BackendResult<WaitingSignIn>;
     /// A started sign-in still waiting for its code.
     fn pending_sign_in(&self, state: &str) -> Option<WaitingSignIn>;
     /// Completes a sign-in with its code, like `POST /api/oauth/{provider}/complete`.
     async fn complete_sign_in(&self, provider: &str, input: CompleteSignIn) -> BackendResult<ConnectionView>;
     /// Adds the account of a CLI's credentials file, like `POST /api/providers/import`.
-    async fn import_credentials(&self, input: ImportCredentials) -> BackendResult<ConnectionView>;
+    async fn import_credentials(
+        &self,
+        input: ImportCredentials,
+        request: &http::request::Parts,
+    ) -> BackendResult<ConnectionView>;
+    /// The CLIs' credentials files on the gateway's machine, for a browser on it.
+    fn local_credentials(&self, request: &http::request::Parts) -> crate::types::subscription::LocalCredentials;
     fn list_combos(&self) -> ComboList;
     /// Each combo's targets as they stand now.
     fn combo_status(&self) -> ComboStatusList;

@@ -205,3 +205,29 @@ test("sign in with Google for a Gemini CLI account by pasting the code its page 
   await imported.getByRole('button', { name: 'Import' }).click();
   await expect(page.locator('tr', { hasText: 'e2e-gemini-imported' })).toContainText('…7733');
 });
+
+test('a ChatGPT sign-in from this machine comes back to the dashboard by itself through localhost:1455', async ({ page }) => {
+  await login(page);
+  await page.goto('/providers');
+  await hydrated(page);
+  const state = await startSignIn(page, undefined, 'codex');
+  const finish = page.getByTestId('finish-sign-in');
+  await expect(finish).toContainText('The gateway listens at localhost:1455 on this machine');
+  // Where ChatGPT's page sends the browser once the user signed in.
+  await page.goto(`http://localhost:1455/auth/callback?code=fake-code-e2e-listener&state=${state}`);
+  await expect(page).toHaveURL(/\/providers$/);
+  await expect(page.locator('tr', { hasText: 'codex subscription' }).first()).toBeVisible();
+});
+
+test("a credentials file on the gateway's machine is offered to this browser and imported in one click", async ({ page }) => {
+  await login(page);
+  await page.goto('/providers');
+  await hydrated(page);
+  const local = page.getByTestId('local-credentials');
+  await expect(local).toContainText('Found on this machine');
+  const offer = local.locator('form', { hasText: "Import the Gemini CLI's ~/.gemini/oauth_creds.json" });
+  await offer.getByLabel('Name for ~/.gemini/oauth_creds.json').fill('e2e-gemini-on-disk');
+  await offer.getByRole('button', { name: "Import the Gemini CLI's ~/.gemini/oauth_creds.json" }).click();
+  await expect(page.locator('tr', { hasText: 'e2e-gemini-on-disk' })).toContainText('…6061');
+  await expect(local).not.toContainText("Claude Code's");
+});

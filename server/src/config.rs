@@ -107,6 +107,13 @@ pub struct Config {
     /// Token endpoints that replace a subscription provider's own
     /// (`OMNIROUTE_OAUTH_TOKEN_URL_<PROVIDER>`), by that upper-case suffix.
     pub oauth_token_urls: HashMap<String, String>,
+    /// The port of the Codex CLI's sign-in redirect address, where the
+    /// gateway listens during a ChatGPT sign-in from its own machine:
+    /// always 1455 (only tests choose another).
+    pub oauth_callback_port: u16,
+    /// The home directory of the user the gateway runs as (`HOME`), where
+    /// the CLIs write their credentials files.
+    pub home_dir: Option<PathBuf>,
     /// Time from the start of a stream attempt to its first useful event
     /// (`STREAM_READINESS_TIMEOUT_MS`), the wait for headers included.
     pub stream_readiness_timeout: Duration,
@@ -241,6 +248,8 @@ impl Config {
                 .filter_map(|(k, v)| Some((k.strip_prefix(OAUTH_TOKEN_URL)?.to_owned(), v.trim().to_owned())))
                 .filter(|(_, v)| !v.is_empty())
                 .collect(),
+            oauth_callback_port: 1455,
+            home_dir: env.get("HOME").filter(|h| !h.trim().is_empty()).map(PathBuf::from),
             stream_readiness_timeout: parse_ms(
                 env,
                 "STREAM_READINESS_TIMEOUT_MS",

@@ -78,6 +78,7 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
         login_throttle: Default::default(),
         new_keys: Default::default(),
         sign_ins: Default::default(),
+        callback: Default::default(),
     };
     let state = Arc::new(AppState {
         engine,

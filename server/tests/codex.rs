@@ -171,3 +171,55 @@ async fn a_codex_token_about_to_expire_is_refreshed_with_its_scope_and_keeps_its
     assert_eq!(fake.tokens_issued(), 1);
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn a_chatgpt_sign_in_from_this_machine_completes_at_the_gateways_own_redirect_listener() {
+    let fake = FakeUpstream::start().await.unwrap();
+    // A free port stands for the Codex CLI's 1455.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let token_url = format!("{}/oauth/token", fake.url());
+    let gw = Gateway::start_configured(tempfile::tempdir().unwrap(), |c| {
+        c.oauth_token_urls.insert("CODEX".into(), token_url);
+        c.oauth_callback_port = port;
+        c.trust_proxy = true;
+    })
+    .await;
+    let start = |forwarded_for: Option<&str>| {
+        let mut req = gw.api(reqwest::Method::POST, "/api/oauth/codex/start").header("origin", gw.url.clone());
+        if let Some(client) = forwarded_for {
+            req = req.header("x-forwarded-for", client);
+        }
+        async move { req.json(&json!({})).send().await.unwrap().json::<Value>().await.unwrap() }
+    };
+    let remote = start(Some("203.0.113.9")).await;
+    assert_eq!(remote["listening"], false, "a browser elsewhere pastes the address: {remote}");
+    let started = start(None).await;
+    assert_eq!(started["listening"], true, "{started}");
+    let sign_in_state = started["state"].as_str().unwrap();
+
+    // ChatGPT sends the browser to the redirect address.
+    let browser = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let callback =
+        format!("http://127.0.0.1:{port}/auth/callback?code=fake-code-codex&scope=openid&state={sign_in_state}");
+    let back = browser.get(&callback).send().await.unwrap();
+    assert_eq!(back.status(), 303, "{}", back.text().await.unwrap());
+    assert_eq!(back.headers()["location"], format!("{}/providers", gw.url), "back to the dashboard");
+    let listed = gw.get_json("/api/providers").await;
+    assert_eq!((listed["total"].as_u64(), listed["connections"][0]["provider"].as_str()), (Some(1), Some("codex")));
+    let again = browser.get(&callback).send().await.unwrap();
+    assert_eq!(again.status(), 400, "a sign-in completes once");
+    assert!(again.text().await.unwrap().contains("No sign-in is waiting"));
+    let refused =
+        browser.get(format!("http://127.0.0.1:{port}/auth/callback?error=access_denied")).send().await.unwrap();
+    assert_eq!(refused.status(), 400);
+    assert!(refused.text().await.unwrap().contains("access_denied"));
+    // The remote sign-in still completes by pasting the address.
+    let pasted = format!(
+        "http://localhost:1455/auth/callback?code=fake-code-codex-2&state={}",
+        remote["state"].as_str().unwrap()
+    );
+    let (status, created) =
+        post_json(&gw, "/api/oauth/codex/complete", &json!({"state": remote["state"], "code": pasted})).await;
+    assert_eq!(status, 201, "{created}");
+    gw.stop().await;
+}

@@ -287,3 +287,56 @@ async fn concurrent_sessions_spread_over_subscription_accounts_and_a_session_kee
     drop(held);
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn a_browser_on_the_gateways_machine_imports_the_clis_files_from_their_default_paths() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join(".claude")).unwrap();
+    let file = json!({"claudeAiOauth": {"accessToken": "sk-ant-oat01-on-disk-5150", "refreshToken": "sk-ant-ort01-disk",
+                                        "expiresAt": 4_102_444_800_000_i64}});
+    std::fs::write(home.path().join(".claude/.credentials.json"), file.to_string()).unwrap();
+    let home_dir = home.path().to_path_buf();
+    let gw = Gateway::start_configured(tempfile::tempdir().unwrap(), move |c| {
+        c.home_dir = Some(home_dir);
+        c.trust_proxy = true;
+    })
+    .await;
+    let elsewhere = "203.0.113.9";
+    let local = gw.get_json("/api/providers/import/local").await;
+    let found: Vec<(&str, bool)> =
+        local["files"].as_array().unwrap().iter().map(|f| (f["path"].as_str().unwrap(), f["found"] == true)).collect();
+    assert_eq!(local["local"], true);
+    assert_eq!(
+        found,
+        [("~/.claude/.credentials.json", true), ("~/.codex/auth.json", false), ("~/.gemini/oauth_creds.json", false)]
+    );
+    let remote = gw.api(reqwest::Method::GET, "/api/providers/import/local").header("x-forwarded-for", elsewhere);
+    let remote: Value = remote.send().await.unwrap().json().await.unwrap();
+    assert_eq!(remote, json!({"local": false, "files": []}), "a browser elsewhere is told nothing");
+
+    let import = |body: Value, client: Option<&'static str>| {
+        let mut req = gw.api(reqwest::Method::POST, "/api/providers/import").json(&body);
+        if let Some(c) = client {
+            req = req.header("x-forwarded-for", c);
+        }
+        async move {
+            let resp = req.send().await.unwrap();
+            (resp.status().as_u16(), resp.json::<Value>().await.unwrap())
+        }
+    };
+    let from_disk = |format: &str| json!({"format": format, "name": "desk", "fromThisMachine": true});
+    for (body, client, named, says) in [
+        (from_disk("claude-code"), Some(elsewhere), "fromThisMachine", "only a browser on the gateway's own machine"),
+        (from_disk("codex"), None, "fromThisMachine", "~/.codex/auth.json was not found"),
+        (json!({"format": "claude-code", "name": "x", "fromThisMachine": true, "credentials": file}), None, "credentials", "not both"),
+    ] {
+        let (status, answer) = import(body, client).await;
+        assert_eq!((status, field(&answer)), (400, named), "{answer}");
+        assert!(answer.to_string().contains(says), "{answer}");
+    }
+    let (status, created) = import(from_disk("claude-code"), None).await;
+    assert_eq!(status, 201, "{created}");
+    assert_eq!(created["connection"]["apiKeyMasked"], "…5150", "the file's token");
+    assert_eq!(gw.get_json("/api/providers").await["total"], 1);
+    gw.stop().await;
+}

@@ -112,10 +112,17 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     }
     let data_dir = util::target_dir().join(format!("e2e-data-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&data_dir);
+    // A home holding a Gemini CLI credentials file: Providers offers to import it.
+    let home = data_dir.join("home");
+    std::fs::create_dir_all(home.join(".gemini"))?;
+    let creds = r#"{"access_token":"ya29.e2e-on-disk-6061","refresh_token":"1//e2e-disk","expiry_date":4102444800000}"#;
+    std::fs::write(home.join(".gemini/oauth_creds.json"), creds)?;
+    let home = home.to_string_lossy().into_owned();
     // Two resilience variables, so the settings pages show where env wins
     // (RATE_LIMIT_AUTO_ENABLE) and where it only sets the default; and
     // Claude subscriptions signed in at the fake's issuer.
     let env = [
+        ("HOME", home.as_str()),
         ("RATE_LIMIT_AUTO_ENABLE", "true"),
         ("RATE_LIMIT_MAX_QUEUE_DEPTH", "500"),
         ("OMNIROUTE_OAUTH_TOKEN_URL_CLAUDE", "{fake}/v1/oauth/token"),

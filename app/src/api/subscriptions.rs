@@ -8,7 +8,7 @@ use leptos::prelude::*;
 use super::answer::Answer;
 #[cfg(feature = "ssr")]
 use super::{given, ssr};
-use crate::types::subscription::{QuotaList, WaitingSignIn};
+use crate::types::subscription::{LocalCredentials, QuotaList, WaitingSignIn};
 
 /// Where subscription forms send the browser back to.
 #[cfg(feature = "ssr")]
@@ -16,7 +16,8 @@ const PAGE: &str = "/providers";
 
 #[server(prefix = "/sfn", output = Answer, endpoint = "start_sign_in")]
 pub async fn start_sign_in(provider: String) -> Result<WaitingSignIn, ServerFnError> {
-    let started = ssr::backend()?.start_sign_in(&provider).map_err(|e| ssr::fail(PAGE, e))?;
+    let parts = use_context::<http::request::Parts>().ok_or_else(|| ServerFnError::new("request missing"))?;
+    let started = ssr::backend()?.start_sign_in(&provider, &parts).map_err(|e| ssr::fail(PAGE, e))?;
     if ssr::is_form_post() {
         leptos_axum::redirect(&format!("{PAGE}?sign_in={}", crate::format::query_escape(&started.started.state)));
     }
@@ -45,20 +46,39 @@ pub async fn finish_sign_in(
 }
 
 #[server(prefix = "/sfn", output = Answer, endpoint = "import_subscription")]
-pub async fn import_subscription(format: String, name: String, credentials: String) -> Result<(), ServerFnError> {
+pub async fn import_subscription(
+    format: String,
+    name: String,
+    credentials: Option<String>,
+    from_this_machine: Option<String>,
+) -> Result<(), ServerFnError> {
     use crate::{backend::BackendError, types::FieldError};
     let fail = |e| ssr::fail(PAGE, e);
     let invalid = |field: &str, why: String| fail(BackendError::Invalid(vec![FieldError::new(field, why)]));
     let format = serde_json::from_value(serde_json::Value::String(format))
         .map_err(|_| invalid("format", "choose the file: Claude Code's, Codex's or the Gemini CLI's".into()))?;
-    let credentials = serde_json::from_str(&credentials)
-        .map_err(|e| invalid("credentials", format!("is not the file's JSON: {e}")))?;
-    let input = crate::types::subscription::ImportCredentials { format, name, credentials };
-    ssr::backend()?.import_credentials(input).await.map_err(fail)?;
+    let from_this_machine = from_this_machine.is_some();
+    let credentials = match credentials {
+        Some(text) => {
+            serde_json::from_str(&text).map_err(|e| invalid("credentials", format!("is not the file's JSON: {e}")))?
+        }
+        None => serde_json::Value::Null,
+    };
+    let input = crate::types::subscription::ImportCredentials { format, name, credentials, from_this_machine };
+    let parts = use_context::<http::request::Parts>().ok_or_else(|| ServerFnError::new("request missing"))?;
+    ssr::backend()?.import_credentials(input, &parts).await.map_err(fail)?;
     if ssr::is_form_post() {
         leptos_axum::redirect(PAGE);
     }
     Ok(())
+}
+
+/// The CLIs' credentials files on the gateway's machine, when this
+/// browser runs on it.
+#[server(prefix = "/sfn", output = Answer, endpoint = "credentials_on_this_machine")]
+pub async fn credentials_on_this_machine() -> Result<LocalCredentials, ServerFnError> {
+    let parts = use_context::<http::request::Parts>().ok_or_else(|| ServerFnError::new("request missing"))?;
+    Ok(ssr::backend()?.local_credentials(&parts))
 }
 
 /// Every subscription's plan windows, and the server's now they count down from.

@@ -9,9 +9,9 @@ use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
 use crate::{
-    api::{FinishSignIn, ImportSubscription, StartSignIn, pending_sign_in},
+    api::{FinishSignIn, ImportSubscription, StartSignIn, credentials_on_this_machine, pending_sign_in},
     components::{BUTTON, FieldNote, FieldNotes, FormErrors, reset_on_success},
-    types::subscription::WaitingSignIn,
+    types::subscription::{LocalCredentialsFile, WaitingSignIn},
 };
 
 const INPUT: &str = "border border-slate-300 rounded-md px-2 py-1";
@@ -56,6 +56,8 @@ pub fn SubscriptionForms(actions: SubscriptionActions) -> impl IntoView {
     let finish_errors = FormErrors::of("finish-sign-in", finish);
     let import_errors = FormErrors::of("import-subscription", import);
     let import_form = NodeRef::<leptos::html::Form>::new();
+    // The CLIs' files on the gateway's machine, offered to a browser on it.
+    let local_files = Resource::new(move || import.version().get(), |_| credentials_on_this_machine());
     reset_on_success(import, import_form);
     view! {
         <section class="mb-6 bg-white p-4 rounded-md shadow-sm" data-testid="subscriptions">
@@ -73,6 +75,13 @@ pub fn SubscriptionForms(actions: SubscriptionActions) -> impl IntoView {
                 {move || Suspend::new(async move {
                     let shown = start.value().get().is_some();
                     reloaded.await.filter(|_| !shown).map(|started| view! { <FinishForm started finish errors=finish_errors /> })
+                })}
+            </Transition>
+            <Transition fallback=|| ()>
+                {move || Suspend::new(async move {
+                    let found: Vec<LocalCredentialsFile> = local_files.await.map(|l| l.files).unwrap_or_default();
+                    let found: Vec<LocalCredentialsFile> = found.into_iter().filter(|f| f.found).collect();
+                    (!found.is_empty()).then(|| view! { <LocalFiles files=found import errors=import_errors /> })
                 })}
             </Transition>
             <details class="mt-2">
@@ -101,6 +110,36 @@ pub fn SubscriptionForms(actions: SubscriptionActions) -> impl IntoView {
                 </ActionForm>
             </details>
         </section>
+    }
+}
+
+/// The CLIs' credentials files found at their default paths on the
+/// gateway's machine (this browser runs on it): one click imports each.
+#[component]
+fn LocalFiles(
+    files: Vec<LocalCredentialsFile>,
+    import: ServerAction<ImportSubscription>,
+    errors: FormErrors,
+) -> impl IntoView {
+    view! {
+        <div class="mb-2 text-sm" data-testid="local-credentials">
+            <p class="mb-1">"Found on this machine, where the gateway runs:"</p>
+            {files
+                .into_iter()
+                .map(|f| {
+                    let label = format!("Import {}'s {}", f.format.cli(), f.path);
+                    view! {
+                        <ActionForm action=import attr:class="flex flex-wrap gap-2 items-center mb-1">
+                            <input type="hidden" name="format" value=f.format.as_str() />
+                            <input type="hidden" name="from_this_machine" value="1" />
+                            <input name="name" required aria-label=format!("Name for {}", f.path) placeholder="name, e.g. laptop" class=INPUT />
+                            <button type="submit" class=BUTTON>{label}</button>
+                        </ActionForm>
+                    }
+                })
+                .collect_view()}
+            <FieldNote errors field="fromThisMachine" />
+        </div>
     }
 }
 
@@ -156,6 +195,12 @@ fn steps(provider: &str) -> (&'static str, &'static str, &'static str, &'static 
 #[component]
 fn FinishForm(started: WaitingSignIn, finish: ServerAction<FinishSignIn>, errors: FormErrors) -> impl IntoView {
     let (open, lands_on, paste, name) = steps(&started.provider);
+    // The gateway's own listener at the redirect address completes it.
+    let lands_on = if started.started.listening {
+        " and sign in. The gateway listens at localhost:1455 on this machine: your browser comes back to this dashboard by itself, with the account added. If it lands on a page that does not load instead, paste its address below."
+    } else {
+        lands_on
+    };
     view! {
         <ActionForm action=finish attr:class="flex flex-col gap-2 mb-3 max-w-xl border-l-4 border-indigo-300 pl-3" attr:data-testid="finish-sign-in">
             <p class="text-sm">

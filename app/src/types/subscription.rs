@@ -12,6 +12,11 @@ use super::validation::{Errors, FieldError};
 pub struct SignInStarted {
     pub authorize_url: String,
     pub state: String,
+    /// The gateway listens at the provider's redirect address
+    /// (`localhost:1455`, ChatGPT's) for this sign-in, so it completes by
+    /// itself: the dashboard runs in a browser on the gateway's machine.
+    #[serde(default)]
+    pub listening: bool,
 }
 
 /// A sign-in waiting for its code, as the dashboard shows it: the
@@ -59,14 +64,68 @@ pub enum ImportFormat {
     GeminiCli,
 }
 
+impl ImportFormat {
+    pub const ALL: [Self; 3] = [Self::ClaudeCode, Self::Codex, Self::GeminiCli];
+
+    /// Where the CLI writes it, under the user's home directory.
+    pub fn default_path(self) -> &'static str {
+        match self {
+            Self::ClaudeCode => ".claude/.credentials.json",
+            Self::Codex => ".codex/auth.json",
+            Self::GeminiCli => ".gemini/oauth_creds.json",
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ClaudeCode => "claude-code",
+            Self::Codex => "codex",
+            Self::GeminiCli => "gemini-cli",
+        }
+    }
+
+    /// The CLI that writes it, for messages.
+    pub fn cli(self) -> &'static str {
+        match self {
+            Self::ClaudeCode => "Claude Code",
+            Self::Codex => "Codex",
+            Self::GeminiCli => "the Gemini CLI",
+        }
+    }
+}
+
+/// A CLI's credentials file at its default path on the gateway's machine
+/// (`GET /api/providers/import/local`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LocalCredentialsFile {
+    pub format: ImportFormat,
+    /// `~/…`, as the user knows it.
+    pub path: String,
+    pub found: bool,
+}
+
+/// `GET /api/providers/import/local` answer: `local` when the asking
+/// browser runs on the gateway's machine; the files only then.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LocalCredentials {
+    pub local: bool,
+    pub files: Vec<LocalCredentialsFile>,
+}
+
 /// `POST /api/providers/import` body.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ImportCredentials {
     pub format: ImportFormat,
     pub name: String,
-    /// The file's JSON, as the CLI wrote it.
+    /// The file's JSON, as the CLI wrote it (or `fromThisMachine`).
+    #[serde(default)]
     pub credentials: serde_json::Value,
+    /// Read the file at its default path on the gateway's machine instead:
+    /// only for a browser on that machine.
+    #[serde(default)]
+    pub from_this_machine: bool,
 }
 
 /// `GET /api/quotas` answer: each subscription account's plan windows.

@@ -34,6 +34,7 @@ pub fn router(state: &Arc<AppState>) -> Router<Arc<AppState>> {
         .route("/api/providers/{id}", get(providers::get).put(providers::update).delete(providers::delete))
         .route("/api/providers/{id}/test", post(providers::test))
         .route("/api/providers/import", post(subscriptions::import))
+        .route("/api/providers/import/local", get(subscriptions::local_files))
         .route("/api/quotas", get(subscriptions::list_quotas))
         .route("/api/oauth/{provider}/start", post(subscriptions::start))
         .route("/api/oauth/{provider}/complete", post(subscriptions::complete))

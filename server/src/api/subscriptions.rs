@@ -5,7 +5,7 @@
 
 use app::types::{
     FieldError,
-    subscription::{CompleteSignIn, ImportCredentials, QuotaList, SignInStarted},
+    subscription::{CompleteSignIn, ImportCredentials, LocalCredentials, QuotaList, SignInStarted},
 };
 use axum::{
     Json,
@@ -24,8 +24,19 @@ use crate::{
 pub async fn start(
     State(state): State<Arc<AppState>>,
     Path(provider): Path<String>,
+    request: axum::http::request::Parts,
 ) -> Result<Json<SignInStarted>, ApiError> {
-    Ok(Json(oauth::start(&state, &provider)?))
+    let from = oauth::Browser::of(&state, &request.extensions, &request.headers);
+    Ok(Json(oauth::start(&state, &provider, &from)?))
+}
+
+/// `GET /api/providers/import/local`: the CLIs' credentials files on the
+/// gateway's machine, for a browser on it.
+pub async fn local_files(
+    State(state): State<Arc<AppState>>,
+    request: axum::http::request::Parts,
+) -> Json<LocalCredentials> {
+    Json(oauth::local_files(&state, &oauth::Browser::of(&state, &request.extensions, &request.headers)))
 }
 
 pub async fn complete(
@@ -39,9 +50,11 @@ pub async fn complete(
 
 pub async fn import(
     State(state): State<Arc<AppState>>,
+    request: axum::http::request::Parts,
     StrictJson(body): StrictJson<ImportCredentials>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let created = oauth::import(&state, body).await?;
+    let browser = oauth::Browser::of(&state, &request.extensions, &request.headers);
+    let created = oauth::import(&state, body, &browser).await?;
     Ok((StatusCode::CREATED, Json(json!({"connection": created}))))
 }
 

@@ -48,4 +48,6 @@ pub struct Auth {
     pub new_keys: new_keys::NewKeyStash,
     /// Subscription sign-ins waiting for their code.
     pub sign_ins: sign_ins::SignIns,
+    /// The sign-ins' own redirect listener (`localhost:1455`), while open.
+    pub callback: sign_ins::CallbackWindow,
 }

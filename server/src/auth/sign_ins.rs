@@ -10,6 +10,18 @@ pub struct SignIn {
     pub provider: &'static str,
     /// The PKCE verifier whose challenge the sign-in URL carries.
     pub verifier: String,
+    /// The gateway listens at the provider's redirect address for it.
+    pub listening: bool,
+    /// The dashboard it was started from (`scheme://host`), where the
+    /// redirect address sends the browser once it completed.
+    pub dashboard: Option<String>,
+}
+
+/// Until when (epoch ms) the gateway listens at the Codex CLI's redirect
+/// address for sign-ins; 0: it does not.
+#[derive(Default)]
+pub struct CallbackWindow {
+    pub open_until: std::sync::atomic::AtomicI64,
 }
 
 /// `state` → the sign-in it names.

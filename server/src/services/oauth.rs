@@ -12,11 +12,15 @@ use std::sync::Arc;
 
 use app::types::{
     AuthType, ConnectionView, CreateConnection, mask_secret,
-    subscription::{CompleteSignIn, ImportCredentials, ImportFormat, SignInStarted, WaitingSignIn},
+    subscription::{
+        CompleteSignIn, ImportCredentials, ImportFormat, LocalCredentials, LocalCredentialsFile, SignInStarted,
+        WaitingSignIn,
+    },
 };
 
 use super::{ServiceError, connections as connection_service};
 
+pub mod callback;
 mod credentials_file;
 use crate::{
     auth::{self, sign_ins::SignIn},
@@ -28,6 +32,7 @@ use crate::{
         oauth::{self, Pkce, RefreshError, TokenSet},
     },
 };
+pub use callback::Browser;
 
 /// How long before its expiry a token is refreshed.
 pub const REFRESH_MARGIN_MS: i64 = 5 * 60_000;
@@ -140,25 +145,29 @@ async fn store(state: &AppState, mut row: connections::ConnectionRow, tokens: &T
 
 /// Starts a sign-in to `provider`: the page to send the user to, and the
 /// `state` its code must come back with (within 10 minutes, once).
-pub fn start(state: &AppState, provider: &str) -> Result<SignInStarted, ServiceError> {
+/// A ChatGPT sign-in started from a browser on this machine is completed
+/// by the gateway's own listener at the redirect address ([`callback`]).
+pub fn start(state: &Arc<AppState>, provider: &str, from: &Browser) -> Result<SignInStarted, ServiceError> {
     let client = subscription_client(provider)?;
     let pkce = Pkce::of(auth::random_token(32));
     let sign_in_state = auth::random_token(32);
     let authorize_url = client.authorize_url(&sign_in_state, &pkce.challenge);
-    let sign_in = SignIn { provider: client.provider, verifier: pkce.verifier };
+    let listening = from.local && client.redirect_uri.starts_with("http://localhost:1455/") && callback::listen(state);
+    let sign_in =
+        SignIn { provider: client.provider, verifier: pkce.verifier, listening, dashboard: from.dashboard.clone() };
     state.auth.sign_ins.put(sign_in_state.clone(), sign_in, state.clock.now_ms());
-    Ok(SignInStarted { authorize_url, state: sign_in_state })
+    Ok(SignInStarted { authorize_url, state: sign_in_state, listening })
 }
 
 /// The sign-in started with `sign_in_state`, while it waits for its code
 /// (the page a plain form post reloads shows it again).
 pub fn pending(state: &AppState, sign_in_state: &str) -> Option<WaitingSignIn> {
     let now = state.clock.now_ms();
-    let (provider, url) = state.auth.sign_ins.peek(sign_in_state, now, |s| {
+    let (provider, url, listening) = state.auth.sign_ins.peek(sign_in_state, now, |s| {
         let client = oauth::client(s.provider)?;
-        Some((client.provider, client.authorize_url(sign_in_state, &oauth::challenge_of(&s.verifier))))
+        Some((client.provider, client.authorize_url(sign_in_state, &oauth::challenge_of(&s.verifier)), s.listening))
     })??;
-    let started = SignInStarted { authorize_url: url, state: sign_in_state.to_owned() };
+    let started = SignInStarted { authorize_url: url, state: sign_in_state.to_owned(), listening };
     Some(WaitingSignIn { provider: provider.to_owned(), started })
 }
 
@@ -203,13 +212,43 @@ pub async fn complete(state: &AppState, provider: &str, input: CompleteSignIn) -
 }
 
 /// Adds the account a CLI's credentials file describes.
-pub async fn import(state: &AppState, input: ImportCredentials) -> Result<ConnectionView, ServiceError> {
+/// Its contents come in the request, or — `fromThisMachine`, for a
+/// browser on the gateway's machine — from the CLI's default path there.
+pub async fn import(
+    state: &AppState,
+    input: ImportCredentials,
+    browser: &Browser,
+) -> Result<ConnectionView, ServiceError> {
+    let file = match input.from_this_machine {
+        true if !input.credentials.is_null() => {
+            return Err(ServiceError::field("credentials", "send the file's contents or fromThisMachine, not both"));
+        }
+        true => credentials_file::read_local(state, input.format, browser)?,
+        false => input.credentials,
+    };
     let (provider, tokens) = match input.format {
-        ImportFormat::ClaudeCode => ("claude", credentials_file::claude_code(&input.credentials)?),
-        ImportFormat::Codex => ("codex", credentials_file::codex(&input.credentials)?),
-        ImportFormat::GeminiCli => ("gemini-cli", credentials_file::gemini_cli(&input.credentials)?),
+        ImportFormat::ClaudeCode => ("claude", credentials_file::claude_code(&file)?),
+        ImportFormat::Codex => ("codex", credentials_file::codex(&file)?),
+        ImportFormat::GeminiCli => ("gemini-cli", credentials_file::gemini_cli(&file)?),
     };
     add(state, provider, input.name, tokens).await
+}
+
+/// Which CLIs' credentials files are at their default paths on the
+/// gateway's machine — told only to a browser on that machine.
+pub fn local_files(state: &AppState, browser: &Browser) -> LocalCredentials {
+    if !browser.local {
+        return LocalCredentials::default();
+    }
+    let files = ImportFormat::ALL
+        .into_iter()
+        .map(|format| LocalCredentialsFile {
+            format,
+            path: format!("~/{}", format.default_path()),
+            found: state.config.home_dir.as_ref().is_some_and(|home| home.join(format.default_path()).is_file()),
+        })
+        .collect();
+    LocalCredentials { local: true, files }
 }
 
 /// A subscription connection of `provider` holding `tokens`.

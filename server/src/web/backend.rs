@@ -14,7 +14,7 @@ use app::{
         onboarding::GetStarted,
         rate_limits::{RateLimitList, RateLimitProtectionSet, SetRateLimitProtection},
         settings::{ResilienceSettings, ResilienceView},
-        subscription::{CompleteSignIn, ImportCredentials, QuotaList, WaitingSignIn},
+        subscription::{CompleteSignIn, ImportCredentials, LocalCredentials, QuotaList, WaitingSignIn},
         traffic::TrafficReport,
     },
 };
@@ -88,8 +88,9 @@ impl Backend for WebBackend {
         services::connections::create(&self.state, input).await.map_err(err)
     }
 
-    fn start_sign_in(&self, provider: &str) -> BackendResult<WaitingSignIn> {
-        let started = services::oauth::start(&self.state, provider).map_err(err)?;
+    fn start_sign_in(&self, provider: &str, request: &http::request::Parts) -> BackendResult<WaitingSignIn> {
+        let from = services::oauth::Browser::of(&self.state, &request.extensions, &request.headers);
+        let started = services::oauth::start(&self.state, provider, &from).map_err(err)?;
         Ok(WaitingSignIn { provider: provider.to_owned(), started })
     }
 
@@ -101,8 +102,20 @@ impl Backend for WebBackend {
         services::oauth::complete(&self.state, provider, input).await.map_err(err)
     }
 
-    async fn import_credentials(&self, input: ImportCredentials) -> BackendResult<ConnectionView> {
-        services::oauth::import(&self.state, input).await.map_err(err)
+    async fn import_credentials(
+        &self,
+        input: ImportCredentials,
+        request: &http::request::Parts,
+    ) -> BackendResult<ConnectionView> {
+        let browser = services::oauth::Browser::of(&self.state, &request.extensions, &request.headers);
+        services::oauth::import(&self.state, input, &browser).await.map_err(err)
+    }
+
+    fn local_credentials(&self, request: &http::request::Parts) -> LocalCredentials {
+        services::oauth::local_files(
+            &self.state,
+            &services::oauth::Browser::of(&self.state, &request.extensions, &request.headers),
+        )
     }
 
     async fn update_connection(&self, id: &str, input: UpdateConnection) -> BackendResult<ConnectionView> {

@@ -1,9 +1,41 @@
 //! The credentials files the CLIs write, read into a token set; each
 //! missing or mistyped field is refused by its path in the file.
 
+use app::types::subscription::ImportFormat;
 use serde_json::Value;
 
-use crate::{services::ServiceError, upstream::oauth::TokenSet};
+use super::Browser;
+use crate::{services::ServiceError, state::AppState, upstream::oauth::TokenSet};
+
+/// The largest credentials file read from disk.
+const MAX_FILE_BYTES: u64 = 1 << 20;
+
+/// The credentials file `format`'s CLI wrote at its default path on the
+/// gateway's machine, for a browser on that machine.
+pub fn read_local(state: &AppState, format: ImportFormat, browser: &Browser) -> Result<Value, ServiceError> {
+    let wrong = |why: String| ServiceError::field("fromThisMachine", why);
+    if !browser.local {
+        return Err(wrong(
+            "only a browser on the gateway's own machine may import its files; paste the file's contents instead"
+                .into(),
+        ));
+    }
+    let shown = format!("~/{}", format.default_path());
+    let home = state
+        .config
+        .home_dir
+        .as_ref()
+        .ok_or_else(|| wrong("the gateway runs without a home directory (HOME)".into()))?;
+    let path = home.join(format.default_path());
+    let size = std::fs::metadata(&path).map_err(|_| {
+        wrong(format!("{shown} was not found on the gateway's machine: sign in with {} there first", format.cli()))
+    })?;
+    if size.len() > MAX_FILE_BYTES {
+        return Err(wrong(format!("{shown} is larger than a credentials file")));
+    }
+    let text = std::fs::read_to_string(&path).map_err(|e| wrong(format!("{shown} could not be read: {e}")))?;
+    serde_json::from_str(&text).map_err(|e| wrong(format!("{shown} is not JSON: {e}")))
+}
 
 /// Claude Code's `~/.claude/.credentials.json`: `claudeAiOauth` with
 /// `accessToken`, `refreshToken` and `expiresAt` (epoch ms).
