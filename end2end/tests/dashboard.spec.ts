@@ -35,7 +35,7 @@ test('connection, key, proxied request and log row, all from the browser (JS on)
   await expect(page).toHaveURL(/\/providers$/); // no full reload, no redirect
 
   await row.getByRole('button', { name: 'Test' }).click();
-  await expect(page.getByTestId('test-result')).toContainText('Test passed: HTTP 200');
+  await expect(page.getByTestId('test-result')).toContainText('Test of e2e-openai passed: HTTP 200');
   await expect(row.getByTestId('last-test')).toHaveText('passed');
 
   await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'API keys' }).click();
@@ -143,7 +143,7 @@ test('a success clears the last failure banner, and a saved edit folds its form 
   // A refused add keeps what was typed.
   await expect(form.locator('input[name=name]')).toHaveValue('e2e-banner-bad');
   await row.getByRole('button', { name: 'Test' }).click();
-  await expect(page.getByTestId('test-result')).toContainText('Test passed');
+  await expect(page.getByTestId('test-result')).toContainText('Test of e2e-banner passed');
   await expect(page.getByRole('alert')).toHaveCount(0);
 
   const edit = row.getByTestId('edit');

@@ -107,6 +107,7 @@ test('the Cooldown Manager clears a cooling connection and leaves a terminal one
   await expect(terminalRow).toHaveAttribute('data-status', 'terminal: credits_exhausted');
   await expect(terminalRow.getByRole('checkbox')).toHaveCount(0);
   await expect(terminalRow.getByRole('link', { name: 'Reconnect on Providers' })).toBeVisible();
+  await expect(terminalRow.getByRole('link', { name: 'Reconnect on Providers' })).toHaveAttribute('href', `/providers#connection-${terminal}`);
 
   await coolingRow.getByRole('checkbox').check();
   await page.getByRole('button', { name: 'Clear selected' }).click();
@@ -117,6 +118,10 @@ test('the Cooldown Manager clears a cooling connection and leaves a terminal one
   await expect(page.locator(`tr[data-connection-id="${terminal}"]`)).toBeVisible();
   // The cleared connection serves again.
   expect((await chat(page, key, 'deepseek/deepseek-chat')).status()).toBe(200);
+  // The terminal one's link goes to its own row on Providers.
+  await page.locator(`tr[data-connection-id="${terminal}"]`).getByRole('link', { name: 'Reconnect on Providers' }).click();
+  await expect(page).toHaveURL(new RegExp(`/providers#connection-${terminal}$`));
+  await expect(page.locator(`#connection-${terminal}`)).toBeInViewport();
 });
 
 test('a locked model is listed on Model Lockout and re-enabled from there', async ({ page }) => {

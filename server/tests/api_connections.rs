@@ -254,3 +254,26 @@ async fn a_password_in_a_base_url_is_never_shown_and_survives_an_edit() {
     assert_eq!(rows.iter().find(|r| r.id == id).unwrap().base_url.as_deref(), Some(base), "unchanged by the stars");
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn a_hosted_api_connection_needs_its_key_and_the_test_names_the_connection() {
+    let (fake, gw) = common::Gateway::with_fake().await;
+    let resp = gw
+        .api(Method::POST, "/api/providers")
+        .json(&json!({"provider": "openai", "name": "no-key"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+    let err: Value = resp.json().await.unwrap();
+    assert_eq!(err["error"]["details"][0]["field"], "apiKey", "{err}");
+    assert_eq!(gw.get_json("/api/providers").await["total"], 0, "nothing was added");
+    let custom = json!({"provider": "openai-compatible", "name": "vllm", "baseUrl": common::v1(&fake)});
+    let resp = gw.api(Method::POST, "/api/providers").json(&custom).send().await.unwrap();
+    assert_eq!(resp.status(), 201, "a custom server may take no key");
+    let id = resp.json::<Value>().await.unwrap()["connection"]["id"].as_str().unwrap().to_owned();
+    let tested: Value =
+        gw.api(Method::POST, &format!("/api/providers/{id}/test")).send().await.unwrap().json().await.unwrap();
+    assert_eq!((tested["name"].as_str(), tested["ok"].as_bool()), (Some("vllm"), Some(true)), "{tested}");
+    gw.stop().await;
+}

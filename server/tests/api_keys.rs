@@ -91,3 +91,25 @@ async fn the_last_use_is_listed_at_once_and_stored_behind_the_request() {
     assert_eq!(keys(&gw).await[0]["lastUsedAt"].as_i64(), Some(used), "stored behind, kept over a restart");
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn a_key_whose_allowed_connections_leave_out_a_provider_is_told_so_not_that_none_exist() {
+    let fake = FakeUpstream::start().await.unwrap();
+    let gw = Gateway::start().await;
+    let a = gw.add_connection("openai", "a", "sk-a", &v1(&fake), 0).await;
+    gw.add_connection("anthropic", "b", "sk-b", &fake.url(), 0).await;
+    let key = gw.create_key(json!({"name": "openai-only", "allowedConnections": [a]})).await["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(gw.chat(chat_body("openai/gpt-4o-mini", false), Some(&key)).await.status(), 200);
+    let refused = gw.chat(chat_body("anthropic/claude-haiku-4-5", false), Some(&key)).await;
+    assert_eq!(refused.status(), 403);
+    let err: Value = refused.json().await.unwrap();
+    assert_eq!(err["error"]["code"], "connection_not_allowed", "{err}");
+    assert!(err["error"]["message"].as_str().unwrap().contains("allowed connections"), "{err}");
+    let missing = gw.chat(chat_body("groq/llama-3.3-70b-versatile", false), Some(&key)).await;
+    assert_eq!(missing.status(), 404, "a provider without connections is still 404");
+    assert_eq!(fake.count("/v1/messages"), 0);
+    gw.stop().await;
+}

@@ -175,7 +175,7 @@ async fn when_every_connection_fails_the_last_error_is_answered_with_retry_after
     assert_eq!(resp.headers()["x-omniroute-selected-connection-id"], b.as_str());
     let err: Value = resp.json().await.unwrap();
     assert_eq!(err["error"]["type"], "rate_limit_error");
-    assert!(err["error"]["message"].as_str().unwrap().contains("All 2 connection(s) of provider openai failed"));
+    assert!(err["error"]["message"].as_str().unwrap().contains("All 2 connections of provider openai failed"));
 
     // Both connections now cool (a: 500 → 3 s ladder, b: the 42 s hint).
     // Without waiting for cooldowns, the next request is answered at once,

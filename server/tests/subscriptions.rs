@@ -328,7 +328,12 @@ async fn a_browser_on_the_gateways_machine_imports_the_clis_files_from_their_def
     for (body, client, named, says) in [
         (from_disk("claude-code"), Some(elsewhere), "fromThisMachine", "only a browser on the gateway's own machine"),
         (from_disk("codex"), None, "fromThisMachine", "~/.codex/auth.json was not found"),
-        (json!({"format": "claude-code", "name": "x", "fromThisMachine": true, "credentials": file}), None, "credentials", "not both"),
+        (
+            json!({"format": "claude-code", "name": "x", "fromThisMachine": true, "credentials": file}),
+            None,
+            "credentials",
+            "not both",
+        ),
     ] {
         let (status, answer) = import(body, client).await;
         assert_eq!((status, field(&answer)), (400, named), "{answer}");

@@ -206,7 +206,8 @@ fn Row(r: CooldownConnection, tick: RwSignal<u64>, clear: ServerAction<ClearCool
             <td class="p-2 text-xs">{locks}</td>
             <td class="p-2">
                 {if terminal {
-                    view! { <a href="/providers" class="text-indigo-700 text-xs">"Reconnect on Providers"</a> }.into_any()
+                    // A full page load: the browser scrolls to the row.
+                    view! { <a href=format!("/providers#connection-{}", r.id) rel="external" class="text-indigo-700 text-xs">"Reconnect on Providers"</a> }.into_any()
                 } else {
                     view! {
                         <ActionForm action=clear>

@@ -228,8 +228,9 @@ pub fn ProvidersPage() -> impl IntoView {
                         <FieldNote errors field="refreshToken" />
                     </label>
                     <label class="flex flex-col text-sm">
-                        "Base URL (optional)"
-                        <input name="base_url" placeholder="https://…" class=INPUT aria-invalid=errors.invalid("baseUrl") aria-describedby=errors.described_by("baseUrl") />
+                        "Base URL"
+                        <input name="base_url" placeholder="empty: the provider's own address" class=INPUT aria-invalid=errors.invalid("baseUrl") aria-describedby=errors.described_by("baseUrl") />
+                        <span class="text-xs text-slate-500">"Required for a provider without an address of its own (marked \"set per connection\" in the catalog below); otherwise only to reach it through a proxy."</span>
                         <FieldNote errors field="baseUrl" />
                     </label>
                     <label class="flex flex-col text-sm">
@@ -326,7 +327,13 @@ fn TestResult(test: ServerAction<TestConnection>) -> impl IntoView {
     move || {
         test.value().get().and_then(|r| r.ok()).map(|r| {
             if r.ok {
-                let text = format!("Test passed: HTTP {} in {} ms, {} model(s).", r.status, r.latency_ms, r.models.len());
+                let text = format!(
+                    "Test of {} passed: HTTP {} in {} ms, {} model(s).",
+                    r.name,
+                    r.status,
+                    r.latency_ms,
+                    r.models.len()
+                );
                 return view! {
                     <p role="status" data-testid="test-result" data-ok="true" class="mb-4 p-3 rounded-md bg-green-100 text-green-800">
                         {text}
@@ -337,7 +344,7 @@ fn TestResult(test: ServerAction<TestConnection>) -> impl IntoView {
             let why = r.error.unwrap_or_else(|| format!("HTTP {}", r.status));
             view! {
                 <div role="alert" data-testid="test-result" data-ok="false" class="mb-4 p-3 rounded-md bg-red-100 text-red-800">
-                    "Test failed: " <ErrorDetail text=why />
+                    {format!("Test of {} failed: ", r.name)} <ErrorDetail text=why />
                 </div>
             }
             .into_any()
@@ -414,7 +421,7 @@ fn ConnectionRow(c: ConnectionView, actions: RowActions, live: Live, badges: Bad
     let edit_label = format!("Edit {}", c.name);
     let usage_wall = (c.provider == "claude" && c.auth_type == AuthType::Oauth).then(|| c.clone());
     view! {
-        <tr class="border-b border-slate-100 align-top" data-connection-id=c.id.clone()>
+        <tr id=format!("connection-{}", c.id) class="border-b border-slate-100 align-top target:bg-amber-50" data-connection-id=c.id.clone()>
             <td class="p-2">{c.provider.clone()}</td>
             <td class="p-2">{c.name.clone()}</td>
             <td class="p-2 font-mono whitespace-nowrap">{c.api_key_masked.clone().unwrap_or_else(|| "—".into())}</td>

@@ -484,6 +484,9 @@ pub struct ConnectionList {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ConnectionTestResult {
+    /// The connection tested, by its name (set once the test ran).
+    #[serde(default)]
+    pub name: String,
     pub ok: bool,
     /// Upstream HTTP status; 0 when the request never got an answer.
     pub status: u16,

@@ -59,6 +59,17 @@ pub async fn create(state: &AppState, input: CreateConnection) -> Result<Connect
             ),
         ));
     }
+    // A hosted API needs its key; a custom server (no address of its own) may not.
+    let keyless = input.api_key.as_deref().or(input.access_token.as_deref()).is_none_or(|k| k.trim().is_empty());
+    if auth_type == AuthType::Apikey && keyless && !provider.default_base_url.is_empty() {
+        return Err(ServiceError::field(
+            "apiKey",
+            format!(
+                "is required: {} is called with an API key (a server without keys is provider ollama, lmstudio or openai-compatible)",
+                provider.id
+            ),
+        ));
+    }
     let tokens = (auth_type == AuthType::Oauth).then(|| {
         let access_token = input.access_token.clone().or_else(|| input.api_key.clone()).unwrap_or_default();
         TokenSet::given(access_token, input.refresh_token.clone(), input.expires_at, None)
@@ -199,6 +210,7 @@ pub async fn test(state: &AppState, id: &str) -> Result<ConnectionTestResult, Se
     let result = match code_assist {
         Some(found) => match found.await {
             Ok(_) => ConnectionTestResult {
+                name: String::new(),
                 ok: true,
                 status: 200,
                 latency_ms: started.elapsed().as_millis() as u64,
@@ -211,6 +223,7 @@ pub async fn test(state: &AppState, id: &str) -> Result<ConnectionTestResult, Se
     };
     let mut result = result;
     result.error = result.error.map(|e| conn.redact(&e));
+    result.name.clone_from(&row.name);
     tracing::info!(connection_id = %conn.id, ok = result.ok, status = result.status, "connection tested");
     // The outcome stays visible on the connection (also without JS).
     if result.ok {
@@ -245,6 +258,7 @@ async fn models_test(state: &AppState, conn: &LiveConnection, started: Instant) 
             let latency_ms = started.elapsed().as_millis() as u64;
             if status.is_success() {
                 ConnectionTestResult {
+                    name: String::new(),
                     ok: true,
                     status: status.as_u16(),
                     latency_ms,
@@ -280,7 +294,7 @@ const MAX_DISCOVERED_MODELS: usize = 1000;
 const MAX_MODEL_LIST: usize = 16 << 20;
 
 fn failed_test(status: u16, latency_ms: u64, error: String) -> ConnectionTestResult {
-    ConnectionTestResult { ok: false, status, latency_ms, models: vec![], error: Some(error) }
+    ConnectionTestResult { name: String::new(), ok: false, status, latency_ms, models: vec![], error: Some(error) }
 }
 
 /// Model ids from an OpenAI (`data[].id`) or Gemini (`models[].name`) list.

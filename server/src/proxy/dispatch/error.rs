@@ -107,11 +107,11 @@ impl From<DispatchError> for ProxyError {
         match e {
             DispatchError::Request(e) => e,
             DispatchError::Target(mut trail) => match trail.tried.pop() {
-                Some((provider, failures)) => all_failed(provider, failures),
+                Some((provider, failures)) => all_failed(provider, failures, trail.excluded.len()),
                 None => unattempted_target(&trail),
             },
             DispatchError::Combo(combo, mut trail) => match trail.tried.pop() {
-                Some((provider, failures)) => all_failed(provider, failures),
+                Some((provider, failures)) => all_failed(provider, failures, 0),
                 None => nothing_executable(&combo, &trail),
             },
             DispatchError::ComboTimeout(combo, trail, ms) => combo_timeout(&combo, &trail, ms),
@@ -131,6 +131,15 @@ fn unattempted_target(trail: &Trail) -> ProxyError {
             "invalid_request_error",
             "no_credentials",
             format!("No active credentials for provider: {}", s.provider),
+        ),
+        SkipReason::NotAllowed => ProxyError::new(
+            StatusCode::FORBIDDEN,
+            "permission_error",
+            "connection_not_allowed",
+            format!(
+                "This API key may not use any connection of provider {}: its allowed connections name none of them (Keys in the dashboard)",
+                s.provider
+            ),
         ),
         SkipReason::CircuitOpen => ProxyError::circuit_open(s.provider, s.skip.retry_after_ms.unwrap_or(1_000)),
         _ => all_excluded(s.provider, &s.model, &trail.excluded),
@@ -201,16 +210,26 @@ fn excluded_header(reasons: &[String]) -> String {
     header
 }
 
-/// Every connection failed: answer with the last failure.
-fn all_failed(provider: &str, failures: Vec<Failure>) -> ProxyError {
-    let n = failures.len();
+/// Every connection tried failed (`excluded` more were not tried):
+/// answer with the last failure.
+fn all_failed(provider: &str, failures: Vec<Failure>, excluded: usize) -> ProxyError {
+    let mut tried: Vec<&str> = failures.iter().map(|f| f.connection_id.as_str()).collect();
+    tried.sort_unstable();
+    tried.dedup();
+    let tried = tried.len();
     let Some(last) = failures.into_iter().next_back() else {
         return ProxyError::new(StatusCode::BAD_GATEWAY, "server_error", "upstream_error", "no attempt was made");
+    };
+    let which = match (tried, excluded) {
+        (1, 0) => "The only usable connection".to_owned(),
+        (n, 0) => format!("All {n} connections"),
+        (1, x) => format!("The one connection tried ({x} more cooling, locked or unusable)"),
+        (n, x) => format!("The {n} connections tried ({x} more cooling, locked or unusable)"),
     };
     let message = match last.code {
         // The gateway's own refusal says exactly what happened.
         Some(c) if c.is_local() => last.message,
-        _ => format!("All {n} connection(s) of provider {provider} failed; last error: {}", last.message),
+        _ => format!("{which} of provider {provider} failed; last error: {}", last.message),
     };
     let (status, kind, code) = match (last.code, last.status) {
         (Some(c), _) => c.answer(),
@@ -298,6 +317,8 @@ fn nothing_executable(combo: &Combo, trail: &Trail) -> ProxyError {
         (StatusCode::SERVICE_UNAVAILABLE, "server_error", "all_targets_cooling_down")
     } else if all(SkipReason::NoConnection) {
         (StatusCode::NOT_FOUND, "invalid_request_error", "no_executable_targets")
+    } else if all(SkipReason::NotAllowed) {
+        (StatusCode::FORBIDDEN, "permission_error", "connection_not_allowed")
     } else if all(SkipReason::Inactive) {
         (StatusCode::SERVICE_UNAVAILABLE, "service_unavailable", "ALL_ACCOUNTS_INACTIVE")
     } else if all(SkipReason::ToolLimit) {
@@ -383,11 +404,17 @@ mod tests {
 
     #[test]
     fn all_failed_reports_the_last_failure() {
-        let e = all_failed("openai", vec![failure(None, "a", None), failure(Some(429), "b", None)]);
+        let e = all_failed("openai", vec![failure(None, "a", None), failure(Some(429), "b", None)], 0);
         assert_eq!((e.status, e.code, e.retry_after), (StatusCode::TOO_MANY_REQUESTS, "rate_limited", Some(7)));
-        assert!(e.message.starts_with("All 2 connection(s) of provider openai failed"));
-        assert_eq!(all_failed("openai", vec![failure(None, "a", None)]).status, StatusCode::BAD_GATEWAY);
-        let redirected = all_failed("openai", vec![failure(Some(307), "a", None)]);
+        assert!(e.message.starts_with("All 2 connections of provider openai failed"), "{}", e.message);
+        let once = all_failed("openai", vec![failure(None, "a", None)], 0);
+        assert_eq!(once.status, StatusCode::BAD_GATEWAY);
+        assert!(once.message.starts_with("The only usable connection of provider openai failed"), "{}", once.message);
+        // Tried twice on one connection while another was cooling: not "All 2".
+        let again = all_failed("openai", vec![failure(Some(401), "a", None), failure(Some(401), "a", None)], 1);
+        let says = "The one connection tried (1 more cooling, locked or unusable) of provider openai failed";
+        assert!(again.message.starts_with(says), "{}", again.message);
+        let redirected = all_failed("openai", vec![failure(Some(307), "a", None)], 0);
         assert_eq!((redirected.status, redirected.code), (StatusCode::BAD_GATEWAY, "upstream_error"));
     }
 
@@ -422,6 +449,7 @@ mod tests {
         assert_eq!(code(&[skipped(Inactive, None), skipped(Inactive, None)]), (503, "ALL_ACCOUNTS_INACTIVE"));
         assert_eq!(code(&[skipped(Inactive, None), skipped(NoConnection, None)]), (503, "ALL_TARGETS_SKIPPED"));
         assert_eq!(code(&[skipped(ToolLimit, None), skipped(ToolLimit, None)]), (400, "tool_limit_exceeded"));
+        assert_eq!(code(&[skipped(NotAllowed, None)]), (403, "connection_not_allowed"));
         let rate_limited = Trail {
             skipped: vec![skipped(ConnectionCooldown, Some(30_000))],
             rate_limited: Some((2_500, 1_700_000_002_500)),
@@ -439,9 +467,9 @@ mod tests {
 
     #[test]
     fn a_stream_that_never_became_ready_names_why() {
-        let e = all_failed("openai", vec![failure(None, "a", Some(FailureCode::ReadinessTimeout))]);
+        let e = all_failed("openai", vec![failure(None, "a", Some(FailureCode::ReadinessTimeout))], 0);
         assert_eq!((e.status, e.code), (StatusCode::GATEWAY_TIMEOUT, "STREAM_READINESS_TIMEOUT"));
-        let e = all_failed("openai", vec![failure(None, "a", Some(FailureCode::EarlyEof))]);
+        let e = all_failed("openai", vec![failure(None, "a", Some(FailureCode::EarlyEof))], 0);
         assert_eq!((e.status, e.code, e.kind), (StatusCode::BAD_GATEWAY, "STREAM_EARLY_EOF", "stream_early_eof"));
     }
 }

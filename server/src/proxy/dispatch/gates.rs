@@ -33,9 +33,12 @@ use crate::{
 /// Why a target was skipped without an attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SkipReason {
-    /// No active connection it may use (none configured, the key's
-    /// allow-list, a pinned connection that is gone), or an unknown provider.
+    /// No active connection it may use (none configured, a pinned
+    /// connection that is gone), or an unknown provider.
     NoConnection,
+    /// The provider has active connections, but the API key's allowed
+    /// connections name none of them.
+    NotAllowed,
     /// Every connection is terminal (banned, expired, out of credits).
     Inactive,
     CircuitOpen,
@@ -52,6 +55,7 @@ impl SkipReason {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::NoConnection | Self::Inactive => "unavailable",
+            Self::NotAllowed => "not_allowed",
             Self::CircuitOpen => "circuit_open",
             Self::ProviderCooldown => "provider_cooldown",
             Self::ConnectionCooldown => "connection_cooldown",
@@ -106,7 +110,9 @@ pub fn open<'s>(
     }
     let mut candidates = candidates(view, provider, caller, pinned);
     if candidates.is_empty() {
-        return Err(Skip::new(SkipReason::NoConnection, None));
+        let reason =
+            if key_allows_none(view, provider, caller) { SkipReason::NotAllowed } else { SkipReason::NoConnection };
+        return Err(Skip::new(reason, None));
     }
     state.routing.connection_order.order(settings.fallback_strategy, provider.id, &mut candidates);
     let session = spread_sessions(caller, &mut candidates);
@@ -194,6 +200,14 @@ fn candidates<'s>(
     view.addressable(&asker, provider.id, pinned)
         .filter(|c| caller.continuing.is_none_or(|failed| failed != c.id))
         .collect()
+}
+
+/// Whether the provider has active connections and the request's API key
+/// may use none of them (its allowed connections).
+fn key_allows_none(view: &RoutingView<'_>, provider: &Provider, caller: &Caller<'_>) -> bool {
+    let Some(key) = caller.asker().key else { return false };
+    let active = view.snapshot.candidates(provider.id);
+    !active.is_empty() && active.iter().all(|c| !key.may_use(&c.id))
 }
 
 /// Whether an upstream of `protocol` continues the assistant turn a
