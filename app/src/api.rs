@@ -342,6 +342,19 @@ pub async fn get_traffic(window: Option<String>) -> Result<crate::types::traffic
     ssr::backend()?.traffic(window.as_deref()).map_err(|e| ssr::fail("/monitoring/health", e))
 }
 
+/// Requests and tokens grouped `by` (`model` when not given) over a
+/// Usage window (`24h` when not given).
+#[server(prefix = "/sfn", output = Answer, endpoint = "usage")]
+pub async fn get_usage(
+    by: Option<String>,
+    window: Option<String>,
+) -> Result<crate::types::usage::UsageReport, ServerFnError> {
+    use crate::types::usage::{USAGE_WINDOWS, UsageGroupBy};
+    let by = by.as_deref().and_then(UsageGroupBy::parse).unwrap_or(UsageGroupBy::Model);
+    let window = USAGE_WINDOWS.iter().find(|w| Some(w.0) == window.as_deref()).unwrap_or(&USAGE_WINDOWS[0]);
+    ssr::backend()?.usage(by, window.2).await.map_err(|e| ssr::fail("/usage", e))
+}
+
 /// Resets one provider's breaker (`provider` empty: all).
 #[server(prefix = "/sfn", output = Answer, endpoint = "reset_breakers")]
 pub async fn reset_breakers(provider: Option<String>) -> Result<u32, ServerFnError> {

@@ -131,6 +131,12 @@ pub trait Backend: Send + Sync + 'static {
     async fn health(&self) -> HealthReport;
     /// Traffic over a window (`1h`, `24h`) for Health's charts.
     fn traffic(&self, window: Option<&str>) -> BackendResult<crate::types::traffic::TrafficReport>;
+    /// Requests and tokens over the last `window_ms`, grouped, like `GET /api/usage`.
+    async fn usage(
+        &self,
+        by: crate::types::usage::UsageGroupBy,
+        window_ms: i64,
+    ) -> BackendResult<crate::types::usage::UsageReport>;
     /// Resets one provider's breaker (or all) and its model lockouts.
     fn reset_breakers(&self, provider: Option<&str>) -> ResetResult;
     async fn cooldowns(&self) -> BackendResult<CooldownList>;

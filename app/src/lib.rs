@@ -79,6 +79,7 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/providers") view={Lazy::<routes::Providers>::new()} ssr=SsrMode::Async />
                 <Route path=path!("/keys") view={Lazy::<routes::Keys>::new()} ssr=SsrMode::Async />
                 <Route path=path!("/logs") view={Lazy::<routes::Logs>::new()} ssr=SsrMode::Async />
+                <Route path=path!("/usage") view={Lazy::<routes::Usage>::new()} ssr=SsrMode::Async />
                 <Route path=path!("/monitoring/health") view={Lazy::<routes::Health>::new()} ssr=SsrMode::Async />
                 <Route path=path!("/combos") view={Lazy::<routes::Combos>::new()} ssr=SsrMode::Async />
                 <Route path=path!("/settings/resilience") view={Lazy::<routes::Resilience>::new()} ssr=SsrMode::Async />

@@ -31,6 +31,7 @@ lazy_page!(Login, crate::pages::login::LoginPage);
 lazy_page!(Providers, crate::pages::providers::ProvidersPage);
 lazy_page!(Keys, crate::pages::keys::KeysPage);
 lazy_page!(Logs, crate::pages::logs::LogsPage);
+lazy_page!(Usage, crate::pages::usage::UsagePage);
 lazy_page!(Health, crate::pages::health::HealthPage);
 lazy_page!(Combos, crate::pages::combos::CombosPage);
 lazy_page!(Resilience, crate::pages::settings::ResiliencePage);

@@ -100,6 +100,7 @@ test('every navigation page is reachable and hydrates under its Content-Security
     ['/settings/resilience', 'Settings → Resilience'],
     ['/settings/model-lockout', 'Settings → Model Lockout'],
     ['/logs', 'Logs'],
+    ['/usage', 'Usage'],
     ['/keys', 'API keys'],
     ['/providers', 'Providers'],
   ]) {

@@ -5,6 +5,7 @@ const PAGES: [string, string][] = [
   ['/monitoring/health', 'Health'],
   ['/monitoring/cooldowns', 'Cooldown Manager'],
   ['/logs', 'Logs'],
+  ['/usage', 'Usage'],
   ['/providers', 'Providers'],
   ['/combos', 'Combos'],
   ['/keys', 'API keys'],

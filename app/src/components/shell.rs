@@ -13,7 +13,12 @@ use crate::api::Logout;
 pub const NAV: [(&str, &[(&str, &str)]); 5] = [
     (
         "Monitoring",
-        &[("/monitoring/health", "Health"), ("/monitoring/cooldowns", "Cooldown Manager"), ("/logs", "Logs")],
+        &[
+            ("/monitoring/health", "Health"),
+            ("/monitoring/cooldowns", "Cooldown Manager"),
+            ("/logs", "Logs"),
+            ("/usage", "Usage"),
+        ],
     ),
     ("Routing", &[("/providers", "Providers"), ("/combos", "Combos")]),
     ("Access", &[("/keys", "API keys")]),

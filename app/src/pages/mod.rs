@@ -12,6 +12,7 @@ mod quota_bars;
 pub mod settings;
 pub mod subscriptions;
 pub mod traffic;
+pub mod usage;
 
 use leptos::prelude::*;
 

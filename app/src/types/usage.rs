@@ -13,6 +13,38 @@ pub enum UsageGroupBy {
     Day,
 }
 
+impl UsageGroupBy {
+    pub const ALL: [Self; 4] = [Self::Model, Self::Key, Self::Connection, Self::Day];
+
+    /// From its query word (`key`, `model`, `connection`, `day`).
+    pub fn parse(word: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|by| by.as_str() == word)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Key => "key",
+            Self::Model => "model",
+            Self::Connection => "connection",
+            Self::Day => "day",
+        }
+    }
+
+    /// How the Usage page names the grouping.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Key => "By API key",
+            Self::Model => "By model",
+            Self::Connection => "By connection",
+            Self::Day => "By day",
+        }
+    }
+}
+
+/// The Usage page's windows: query word, label and length (ms).
+pub const USAGE_WINDOWS: [(&str, &str, i64); 3] =
+    [("24h", "Last day", 86_400_000), ("7d", "Last 7 days", 7 * 86_400_000), ("30d", "Last 30 days", 30 * 86_400_000)];
+
 /// `GET /api/usage` answer.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

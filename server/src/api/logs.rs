@@ -73,15 +73,10 @@ pub async fn usage(
     q: Result<Query<UsageQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<UsageReport>, ApiError> {
     let Query(q) = q.map_err(|e| ApiError::Invalid(vec![FieldError::new("query", e.body_text())]))?;
-    let by = match q.group_by.as_deref().unwrap_or("model") {
-        "key" => UsageGroupBy::Key,
-        "model" => UsageGroupBy::Model,
-        "connection" => UsageGroupBy::Connection,
-        "day" => UsageGroupBy::Day,
-        other => {
-            let why = format!("is {other:?}; use key, model, connection or day");
-            return Err(ApiError::Invalid(vec![FieldError::new("groupBy", why)]));
-        }
+    let word = q.group_by.as_deref().unwrap_or("model");
+    let Some(by) = UsageGroupBy::parse(word) else {
+        let why = format!("is {word:?}; use key, model, connection or day");
+        return Err(ApiError::Invalid(vec![FieldError::new("groupBy", why)]));
     };
     Ok(Json(services::usage::report(&state, q.since, q.until, by).await?))
 }

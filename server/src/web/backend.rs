@@ -16,6 +16,7 @@ use app::{
         settings::{ResilienceSettings, ResilienceView},
         subscription::{CompleteSignIn, ImportCredentials, LocalCredentials, QuotaList, WaitingSignIn},
         traffic::TrafficReport,
+        usage::{UsageGroupBy, UsageReport},
     },
 };
 use std::sync::Arc;
@@ -222,6 +223,11 @@ impl Backend for WebBackend {
 
     async fn health(&self) -> HealthReport {
         services::monitoring::health(&self.state).await
+    }
+
+    async fn usage(&self, by: UsageGroupBy, window_ms: i64) -> BackendResult<UsageReport> {
+        let since = self.state.clock.now_ms() + 1 - window_ms;
+        services::usage::report(&self.state, Some(since), None, by).await.map_err(err)
     }
 
     fn traffic(&self, window: Option<&str>) -> BackendResult<TrafficReport> {
