@@ -31,6 +31,10 @@ test('Combos: create with weights (refusing a bad line as typed), route traffic,
   await form.getByRole('button', { name: 'Create' }).click();
   const row = page.locator('[data-combo="e2e-split"]');
   await expect(row.getByTestId('strategy')).toHaveText('weighted');
+  // Saved, said so, and the form is empty for the next one.
+  await expect(page.getByRole('status').filter({ hasText: 'Combo saved.' })).toBeVisible();
+  await expect(form.getByLabel('Name (the model clients send)')).toHaveValue('');
+  await expect(targets).toHaveValue('');
   await expect(row.getByTestId('targets')).toHaveText('agentrouter/fake-a 90\nopencode-go/fake-b 10');
   // Traffic follows the weights: most requests reach the first target's account.
   const key = (await (await page.request.post('/api/keys', { data: { name: `combo-${Date.now()}` } })).json()).key;

@@ -162,6 +162,12 @@ test('a success clears the last failure banner, and a saved edit folds its form 
   const renamed = page.locator('tr', { hasText: 'e2e-banner-renamed' });
   await expect(renamed).toBeVisible();
   await expect(renamed.getByTestId('edit')).not.toHaveAttribute('open', /.*/);
+  // Each success says what it did, in the page's live region.
+  await expect(page.getByRole('status').filter({ hasText: 'Connection saved.' })).toBeVisible();
+  await renamed.getByText('Delete', { exact: true }).click();
+  await page.locator('dialog:modal').getByRole('button', { name: 'Delete connection' }).click();
+  await expect(page.getByRole('status').filter({ hasText: 'Connection deleted.' })).toBeVisible();
+  await expect(page.locator('tr', { hasText: 'e2e-banner-renamed' })).toHaveCount(0);
 });
 
 test('a failed connection test is red and says why', async ({ page }) => {

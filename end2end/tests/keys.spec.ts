@@ -20,6 +20,11 @@ test('API keys: create one with scopes and allowed connections, see them listed,
   await form.getByTestId('allowed-connections').getByLabel('keys-lmstudio (lmstudio)').check();
   await form.getByRole('button', { name: 'Create' }).click();
   await expect(page.getByTestId('new-key')).toContainText('omr-');
+  // The form is as it first was: a second click does not mint another lease key.
+  await expect(form.locator('input[name=name]')).toHaveValue('');
+  await expect(form.getByLabel(/lease:exclusive/)).not.toBeChecked();
+  await expect(form.getByLabel(/^inference/)).toBeChecked();
+  await expect(form.getByTestId('allowed-connections').getByLabel('keys-lmstudio (lmstudio)')).not.toBeChecked();
   const row = page.locator('tr', { hasText: 'e2e-lease-agent' });
   await expect(row.locator('[data-scopes]')).toHaveText('inference, lease:exclusive');
   await expect(row.locator('[data-allowed]')).toHaveText('keys-lmstudio');
@@ -49,4 +54,5 @@ test('API keys: create one with scopes and allowed connections, see them listed,
   await expect(row.getByTestId('confirm')).toContainText('Clients using it are refused');
   await modal.getByRole('button', { name: 'Revoke key' }).click();
   await expect(page.locator('tr', { hasText: 'e2e-lease-agent' })).toHaveCount(0);
+  await expect(page.getByRole('status').filter({ hasText: 'Key revoked.' })).toBeVisible();
 });

@@ -32,11 +32,13 @@ pub fn ErrorBanner() -> impl IntoView {
     }
 }
 
-/// The error of the last action to finish on a page, if it failed: a
-/// later success clears an earlier failure's banner, whichever action it
-/// was (one banner per page, never a stale one).
+/// The outcome of the last action to finish on a page: its error, or what
+/// it did ("Connection deleted."). A later success clears an earlier
+/// failure's banner, whichever action it was (one banner per page, never a
+/// stale one). The success line sits in a live region that is always
+/// there, so screen readers announce each one.
 #[derive(Clone, Copy)]
-pub struct LastError(RwSignal<Option<String>>);
+pub struct LastError(RwSignal<Option<Result<&'static str, String>>>);
 
 impl Default for LastError {
     fn default() -> Self {
@@ -45,8 +47,18 @@ impl Default for LastError {
 }
 
 impl LastError {
-    /// Follows `action`: when it finishes, its outcome becomes the banner's.
+    /// Follows `action`: when it finishes, its outcome becomes the banner's
+    /// (a success says nothing).
     pub fn track<I, O: Clone + Send + Sync + 'static>(self, action: ServerAction<I>) -> Self
+    where
+        I: server_fn::ServerFn<Output = O> + Clone + Send + Sync + 'static,
+        I::Error: Clone + Send + Sync + std::fmt::Display + 'static,
+    {
+        self.track_saying(action, "")
+    }
+
+    /// Follows `action`, saying `done` when it succeeds.
+    pub fn track_saying<I, O: Clone + Send + Sync + 'static>(self, action: ServerAction<I>, done: &'static str) -> Self
     where
         I: server_fn::ServerFn<Output = O> + Clone + Send + Sync + 'static,
         I::Error: Clone + Send + Sync + std::fmt::Display + 'static,
@@ -56,27 +68,36 @@ impl LastError {
         #[cfg(target_arch = "wasm32")]
         Effect::new(move |_| {
             if let Some(result) = action.value().get() {
-                let error = result.err().map(|e| readable_error(&e.to_string()));
-                if let Some(e) = &error {
+                let outcome = result.map(|_| done).map_err(|e| readable_error(&e.to_string()));
+                if let Err(e) = &outcome {
                     crate::session::follow_if_signed_out(e);
                 }
-                self.0.set(error);
+                self.0.set(Some(outcome));
             }
         });
         #[cfg(not(target_arch = "wasm32"))]
-        let _ = action;
+        let _ = (action, done);
         self
     }
 
     pub fn view(self) -> impl IntoView {
-        move || {
-            self.0.get().map(|e| {
-                view! {
-                    <p role="alert" class="mb-4 p-3 rounded-md bg-red-100 text-red-800">
-                        {e}
-                    </p>
-                }
-            })
+        let done = move || match self.0.get() {
+            Some(Ok(said)) => said,
+            _ => "",
+        };
+        view! {
+            {move || {
+                self.0.get().and_then(Result::err).map(|e| {
+                    view! {
+                        <p role="alert" class="mb-4 p-3 rounded-md bg-red-100 text-red-800">
+                            {e}
+                        </p>
+                    }
+                })
+            }}
+            <p role="status" data-testid="action-done" class=move || if done().is_empty() { "sr-only" } else { "mb-4 p-3 rounded-md bg-green-100 text-green-800" }>
+                {done}
+            </p>
         }
     }
 }

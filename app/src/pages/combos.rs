@@ -12,7 +12,8 @@ use crate::{
         get_connections,
     },
     components::{
-        CONFIRM_BUTTON, Confirm, Countdown, LastError, Layout, LoadFailed, Loading, REFRESH_TICKS, use_ticker,
+        CONFIRM_BUTTON, Confirm, Countdown, LastError, Layout, LoadFailed, Loading, REFRESH_TICKS, reset_on_success,
+        use_ticker,
     },
     types::{
         CatalogEntry,
@@ -43,7 +44,12 @@ pub fn CombosPage() -> impl IntoView {
     let aliases = Resource::new(move || (save_alias.version().get(), delete_alias.version().get()), |_| get_aliases());
     view! {
         <Layout title="Combos">
-            {LastError::default().track(save).track(delete).track(save_alias).track(delete_alias).view()}
+            {LastError::default()
+                .track_saying(save, "Combo saved.")
+                .track_saying(delete, "Combo deleted.")
+                .track_saying(save_alias, "Alias saved.")
+                .track_saying(delete_alias, "Alias deleted.")
+                .view()}
             <p class="mb-4 text-sm text-slate-600">
                 "A combo is a model name your clients send (\"model\": \"coding\"); the gateway tries its targets in the order its strategy gives, skipping what is cooling, locked or behind an open breaker, until one answers."
             </p>
@@ -132,8 +138,21 @@ fn ComboForm(combo: Option<Combo>, save: ServerAction<SaveCombo>) -> impl IntoVi
             />
         }
     };
+    // A saved new combo leaves an empty form behind (an edit form folds away).
+    let form = NodeRef::<leptos::html::Form>::new();
+    if !editing {
+        reset_on_success(save, form);
+        #[cfg(target_arch = "wasm32")]
+        Effect::new(move |_| {
+            if let Some(Ok(_)) = save.value().get() {
+                typed.set(String::new());
+                chosen.set(Strategy::Priority);
+                config.set(ConfigForm::default());
+            }
+        });
+    }
     view! {
-        <ActionForm action=save attr:class="flex flex-col gap-2" attr:data-testid=if editing { "edit-combo" } else { "create-combo" }>
+        <ActionForm action=save node_ref=form attr:class="flex flex-col gap-2" attr:data-testid=if editing { "edit-combo" } else { "create-combo" }>
             {name.clone().map(|n| view! { <input type="hidden" name="replace" value=n /> })}
             <div class="flex flex-wrap gap-3 items-end">
                 <label class="flex flex-col text-sm">

@@ -30,7 +30,7 @@ pub fn CooldownsPage() -> impl IntoView {
     let list = Resource::new(changes, |_| get_cooldowns());
     view! {
         <Layout title="Cooldown Manager" summary="What keeps traffic away from a provider or a connection right now, and the way to end it.">
-            {LastError::default().track(clear).track(reset).view()}
+            {LastError::default().track(clear).track_saying(reset, "Breaker reset.").view()}
             <ClearResult clear />
             <Transition fallback=Loading>
                 {move || Suspend::new(async move {

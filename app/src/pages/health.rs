@@ -10,7 +10,7 @@ use leptos::prelude::*;
 use super::traffic::TrafficSection;
 use crate::{
     api::{ResetBreakers, get_health},
-    components::{BUTTON, Countdown, Layout, LoadFailed, Loading, REFRESH_TICKS, TableHead, action_error, use_ticker},
+    components::{BUTTON, Countdown, LastError, Layout, LoadFailed, Loading, REFRESH_TICKS, TableHead, use_ticker},
     types::monitoring::{BreakerInfo, HealthReport, LeaseInfo, QueueInfo, SessionAffinityInfo},
 };
 use std::collections::BTreeMap;
@@ -22,7 +22,7 @@ pub fn HealthPage() -> impl IntoView {
     let report = Resource::new(move || (tick.get() / REFRESH_TICKS, reset.version().get()), |_| get_health());
     view! {
         <Layout title="Health">
-            {action_error(reset)}
+            {LastError::default().track_saying(reset, "Breaker reset.").view()}
             <Transition fallback=Loading>
                 {move || Suspend::new(async move { report.await.ok().map(|r| view! { <Summary r /> }) })}
             </Transition>

@@ -8,7 +8,10 @@ use leptos_router::hooks::use_query_map;
 
 use crate::{
     api::{CreateKey, RevokeKey, get_connections, get_keys, take_new_key},
-    components::{CONFIRM_BUTTON, Confirm, FieldNote, FormErrors, LastError, Layout, LoadFailed, Loading, TableHead},
+    components::{
+        CONFIRM_BUTTON, Confirm, FieldNote, FormErrors, LastError, Layout, LoadFailed, Loading, TableHead,
+        reset_on_success,
+    },
     format::timestamp,
     types::{ApiKeyView, ConnectionView, CreatedApiKey, Scope},
 };
@@ -32,7 +35,7 @@ pub fn KeysPage() -> impl IntoView {
     let errors = FormErrors::of("create-key", create);
     view! {
         <Layout title="API keys">
-            {LastError::default().track(create).track(revoke).view()}
+            {LastError::default().track(create).track_saying(revoke, "Key revoked.").view()}
             {move || create.value().get().and_then(|r| r.ok()).map(|created| view! { <NewKey created /> })}
             <Transition fallback=|| ()>
                 {move || Suspend::new(async move { stashed.await.map(|created| view! { <NewKey created /> }) })}
@@ -92,10 +95,13 @@ fn CreateForm(create: ServerAction<CreateKey>, errors: FormErrors, connections: 
             .collect_view()
             .into_any()
     };
+    // A created key leaves the form as it first was: no second admin key by accident.
+    let form = NodeRef::<leptos::html::Form>::new();
+    reset_on_success(create, form);
     view! {
         <section class="mb-6 bg-white p-4 rounded-md shadow-sm">
             <h2 class="font-semibold mb-2">"Create a key"</h2>
-            <ActionForm action=create attr:class="flex flex-col gap-3" attr:data-testid="create-key">
+            <ActionForm action=create node_ref=form attr:class="flex flex-col gap-3" attr:data-testid="create-key">
                 <label class="flex flex-col text-sm max-w-sm">
                     "Name"
                     <input

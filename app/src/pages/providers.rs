@@ -190,10 +190,10 @@ pub fn ProvidersPage() -> impl IntoView {
     view! {
         <Layout title="Providers">
             {LastError::default()
-                .track(add)
-                .track(edit)
-                .track(toggle)
-                .track(delete)
+                .track_saying(add, "Connection added.")
+                .track_saying(edit, "Connection saved.")
+                .track_saying(toggle, "Connection switched.")
+                .track_saying(delete, "Connection deleted.")
                 .track(test)
                 .track(subscriptions.start)
                 .track(subscriptions.finish)
