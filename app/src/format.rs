@@ -15,6 +15,27 @@ pub fn timestamp(ms: i64) -> String {
     format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
+/// A UTC RFC 3339 time as the dashboard writes times: `2026-11-30
+/// 10:37:05 UTC` (as given when it is not one).
+pub fn utc_time(rfc3339: &str) -> String {
+    let utc = rfc3339.ends_with('Z') || rfc3339.ends_with("+00:00");
+    match rfc3339.get(..19) {
+        Some(head) if utc && head.as_bytes().get(10) == Some(&b'T') => format!("{} UTC", head.replacen('T', " ", 1)),
+        _ => rfc3339.to_owned(),
+    }
+}
+
+/// A breaker state as words (`OPEN` → `open: failing fast`).
+pub fn breaker_state(state: &str) -> &str {
+    match state {
+        "CLOSED" => "closed",
+        "OPEN" => "open: failing fast",
+        "HALF_OPEN" => "half-open: probing",
+        "DEGRADED" => "degraded",
+        other => other,
+    }
+}
+
 /// A remaining time: `1h 02m`, `3m 05s`, `42s`; `0s` when none is left.
 pub fn duration(ms: u64) -> String {
     let secs = ms.div_ceil(1000);
@@ -69,6 +90,10 @@ mod tests {
         assert_eq!(timestamp(0), "1970-01-01 00:00:00");
         assert_eq!(timestamp(1_796_035_025_000), "2026-11-30 10:37:05");
         assert_eq!(timestamp(951_782_400_000), "2000-02-29 00:00:00");
+        assert_eq!(utc_time("2026-11-30T10:37:05.123+00:00"), "2026-11-30 10:37:05 UTC");
+        assert_eq!(utc_time("2026-11-30T10:37:05Z"), "2026-11-30 10:37:05 UTC");
+        assert_eq!(utc_time("2026-11-30T10:37:05+02:00"), "2026-11-30T10:37:05+02:00", "not UTC: as given");
+        assert_eq!(breaker_state("HALF_OPEN"), "half-open: probing");
     }
 
     #[test]

@@ -45,7 +45,8 @@ test('Health shows an open breaker with its countdown, and Reset closes it', asy
   await hydrated(page);
   const row = page.locator('[data-breaker="ollama"]');
   // The report is cached for a second and the page refreshes every 5 s.
-  await expect(row.locator('[data-state]')).toHaveText('OPEN', { timeout: 10_000 });
+  await expect(row.locator('[data-state]')).toHaveText('open: failing fast', { timeout: 10_000 });
+  await expect(row.locator('[data-state]')).toHaveAttribute('data-state', 'OPEN');
   const countdown = row.locator('[data-countdown]');
   const first = await countdown.textContent();
   await expect(countdown).not.toHaveText(first!, { timeout: 3_000 }); // ticks in the browser
@@ -81,7 +82,7 @@ test('one status truth: a breaker opened by real traffic shows on the live Provi
   await page.goto('/monitoring/cooldowns');
   await hydrated(page);
   const held = page.locator('[data-held-provider="ollama"]');
-  await expect(held).toContainText('breaker OPEN');
+  await expect(held).toContainText('breaker open: failing fast');
   await held.getByRole('button', { name: 'Reset ollama' }).click();
   await expect(held).toHaveCount(0);
   const api = await (await page.request.get('/api/monitoring/health')).json();

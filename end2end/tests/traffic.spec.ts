@@ -71,6 +71,10 @@ test('Health charts traffic from real requests, per provider and connection, and
   await page.getByRole('navigation', { name: 'Traffic window' }).getByRole('link', { name: 'last 24 hours' }).click();
   await expect(page).toHaveURL(/window=24h/);
   await expect(glm.getByTestId('traffic-total')).toContainText('4 2xx');
+  // The tiles still hold the last hour, and say so against the day's charts.
+  await expect(page.getByTestId('traffic-tiles-caption')).toHaveText(
+    'The last hour, against the hour before (the charts below cover the last 24 hours):',
+  );
   await expect(glm.getByRole('img', { name: 'Requests and latency of glm' }).locator('g.bucket')).toHaveCount(48);
 });
 

@@ -88,7 +88,7 @@ fn HeldProviders(
                             .map(|p| {
                                 let held_by = match p.kind.as_str() {
                                     "window_gate" => "window gate (provider cooldown)".to_owned(),
-                                    _ => format!("breaker {}", p.state),
+                                    _ => format!("breaker {}", crate::format::breaker_state(&p.state)),
                                 };
                                 let [row, cell, input] = std::array::from_fn(|_| p.provider.clone());
                                 view! {

@@ -142,7 +142,7 @@ fn Report(r: HealthReport, tick: RwSignal<u64>, reset: ServerAction<ResetBreaker
             <PinTable affinity=r.session_affinity />
             <LeaseTable leases=r.session_leases tick />
         </section>
-        <p class="text-xs text-slate-500">{format!("Version {} · report from {}", r.system.version, r.timestamp)}</p>
+        <p class="text-xs text-slate-500">{format!("Version {} · report from {}", r.system.version, crate::format::utc_time(&r.timestamp))}</p>
     }
 }
 
@@ -304,7 +304,7 @@ fn BreakerTable(rows: Vec<BreakerInfo>, tick: RwSignal<u64>, reset: ServerAction
                             "HALF_OPEN" | "DEGRADED" => "bg-amber-100 text-amber-800",
                             _ => "bg-green-100 text-green-800",
                         };
-                        let last = b.last_failure.clone().unwrap_or_else(|| "—".into());
+                        let last = b.last_failure.as_deref().map_or_else(|| "—".into(), crate::format::utc_time);
                         let provider = b.provider.clone();
                         let reset_label = format!("Reset {}", b.provider);
                         view! {
@@ -312,7 +312,7 @@ fn BreakerTable(rows: Vec<BreakerInfo>, tick: RwSignal<u64>, reset: ServerAction
                                 <td class="p-2">{b.provider.clone()}</td>
                                 <td class="p-2">
                                     <span class=format!("px-2 py-0.5 rounded-md text-xs font-medium {class}") data-state=b.state.clone()>
-                                        {b.state.clone()}
+                                        {crate::format::breaker_state(&b.state).to_owned()}
                                     </span>
                                 </td>
                                 <td class="p-2">{b.failure_count}</td>

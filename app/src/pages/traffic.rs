@@ -55,7 +55,7 @@ fn Report(r: TrafficReport, open: RwSignal<std::collections::HashSet<String>>) -
     let buckets = r.providers.first().map_or(0, |p| p.series.points.len());
     let frame = Frame { start_ms: r.start_ms, bucket_ms: r.bucket_ms, buckets };
     view! {
-        <Tiles now=r.last_hour before=r.previous_hour />
+        <Tiles now=r.last_hour before=r.previous_hour window=r.window.clone() />
         {if r.providers.is_empty() {
             view! {
                 <p class="text-slate-500" data-testid="traffic-empty">
@@ -89,7 +89,14 @@ fn delta(now: f64, before: f64, unit: &str, digits: usize) -> String {
 }
 
 #[component]
-fn Tiles(now: TrafficPoint, before: TrafficPoint) -> impl IntoView {
+fn Tiles(now: TrafficPoint, before: TrafficPoint, window: String) -> impl IntoView {
+    // The tiles always hold the last hour; the charts follow the window.
+    let (_, label, _, _) = crate::types::traffic::traffic_window(&window);
+    let caption = if window == TRAFFIC_WINDOWS[0].0 {
+        "The last hour, against the hour before:".to_owned()
+    } else {
+        format!("The last hour, against the hour before (the charts below cover the {label}):")
+    };
     let p95 = |p: &TrafficPoint| f64::from(p.p95_ms.unwrap_or(0));
     let wait = |p: &TrafficPoint| f64::from(p.wait_p95_ms.unwrap_or(0));
     let tokens = |p: &TrafficPoint| (p.input_tokens + p.output_tokens) as f64;
@@ -121,6 +128,7 @@ fn Tiles(now: TrafficPoint, before: TrafficPoint) -> impl IntoView {
         ),
     ];
     view! {
+        <p class="text-xs text-slate-600 mb-1" data-testid="traffic-tiles-caption">{caption}</p>
         <ul class="grid grid-cols-1 sm:grid-cols-2 lg:grid-cols-5 gap-3 mb-4" data-testid="traffic-tiles" title="The gateway's wait is its own hold before an attempt: request queue, concurrency slot, cooldown and combo waits. Tokens are what the upstreams' answers reported, input and output.">
             {tiles
                 .into_iter()
