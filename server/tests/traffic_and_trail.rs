@@ -76,16 +76,24 @@ async fn trails_refusals_and_traffic_come_from_real_requests() {
     assert_eq!(summary(&rows), [(None, 404, Some("model_not_found"), true)]);
     assert_eq!(rows[0]["model"], "no-such-model");
 
-    // Traffic: upstream attempts only, by outcome, per connection, with the breaker band.
+    // Traffic: every upstream attempt and the breaker's refusal (the 503
+    // the client got), by outcome; per connection the attempts only; the breaker band.
     let t = gw.get_json("/api/monitoring/traffic?window=1h").await;
     assert_eq!(t["window"], "1h");
     let openai = t["providers"].as_array().unwrap().iter().find(|p| p["provider"] == "openai").unwrap();
     let total = &openai["series"]["total"];
-    assert_eq!((total["ok"].as_u64(), total["serverErrors"].as_u64()), (Some(1), Some(2)), "{total}");
+    assert_eq!((total["ok"].as_u64(), total["serverErrors"].as_u64()), (Some(1), Some(3)), "{total}");
     assert!(total["p95Ms"].as_u64().is_some());
     assert_eq!(openai["series"]["points"].as_array().unwrap().len(), 60);
     let names: Vec<_> = openai["connections"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["a", "b"]);
+    let per_connection: u64 = openai["connections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["series"]["total"]["serverErrors"].as_u64().unwrap())
+        .sum();
+    assert_eq!(per_connection, 2, "the refusal is no connection's");
     let band: Vec<_> = openai["breaker"].as_array().unwrap().iter().map(|s| s["state"].as_str().unwrap()).collect();
     assert_eq!(band.last(), Some(&"OPEN"), "{band:?}");
     assert_eq!(t["lastHour"]["ok"], 1);

@@ -22,6 +22,8 @@ const LABELS_Y: f64 = TOP + PLOT_H + 14.0;
 const BAND_Y: f64 = LABELS_Y + 6.0;
 const BAND_H: f64 = 8.0;
 const PLOT_W: f64 = WIDTH - LEFT - RIGHT;
+/// The current breaker state is drawn at least this wide.
+const CURRENT_MIN_W: f64 = 6.0;
 
 /// One outcome class: its count, CSS class and legend word.
 type Class = (fn(&TrafficPoint) -> u32, &'static str, &'static str);
@@ -166,11 +168,20 @@ pub fn TrafficChart(
         view! { <text x=format!("{x:.1}") y=LABELS_Y text-anchor=anchor>{text}</text> }
     });
     let band = breaker.map(|spans| {
+        let n = spans.len();
         spans
             .into_iter()
-            .map(|s| {
-                let (x0, x1) = (frame.x_of(s.from_ms), frame.x_of(s.to_ms));
-                let title = format!("breaker {} from {} to {}", s.state, ago(frame.end_ms() - s.from_ms), ago(frame.end_ms() - s.to_ms));
+            .enumerate()
+            .map(|(i, s)| {
+                // The state now reaches the chart's right edge, and stays visible however new.
+                let now = i + 1 == n;
+                let x1 = if now { WIDTH - RIGHT } else { frame.x_of(s.to_ms) };
+                let x0 = if now { frame.x_of(s.from_ms).min(x1 - CURRENT_MIN_W) } else { frame.x_of(s.from_ms) };
+                let title = if now {
+                    format!("breaker {} since {}", s.state, ago(frame.end_ms() - s.from_ms))
+                } else {
+                    format!("breaker {} from {} to {}", s.state, ago(frame.end_ms() - s.from_ms), ago(frame.end_ms() - s.to_ms))
+                };
                 view! {
                     <rect class=format!("band {}", s.state) x=format!("{x0:.1}") y=BAND_Y width=format!("{:.1}", (x1 - x0).max(0.5)) height=BAND_H>
                         <title>{title}</title>

@@ -49,10 +49,15 @@ impl AttemptRecord {
         }
     }
 
-    /// What the traffic rollup counts of it: nothing for a request refused
-    /// before any upstream call.
+    /// What the traffic rollup counts of it. A request the gateway refused
+    /// itself (breaker open, every connection cooling, queue full…) counts
+    /// for its provider under no connection — the client got that answer —
+    /// unless it was refused before its provider was known.
     pub fn sample(&self) -> Option<Sample<'_>> {
-        let connection_id = self.connection_id.as_deref().filter(|_| !self.refused)?;
+        let connection_id = if self.refused { "" } else { self.connection_id.as_deref()? };
+        if self.provider.is_empty() {
+            return None;
+        }
         Some(
             Sample::new(&self.provider, connection_id, self.created_at, self.status, self.latency())
                 .waited(self.wait_ms)

@@ -197,7 +197,8 @@ impl Traffic {
                         grid.fill(minutes, &mut own);
                         sum.iter_mut().zip(&own).for_each(|(s, o)| s.merge(o));
                         let series = series_of(&own);
-                        (series.total.requests() > 0).then(|| ConnectionTraffic {
+                        // The gateway's own refusals ("") count for the provider only.
+                        (series.total.requests() > 0 && !id.is_empty()).then(|| ConnectionTraffic {
                             id: id.clone(),
                             name: name_of(id),
                             series,

@@ -45,25 +45,28 @@ fn outcomes_land_in_their_class_and_their_minute() {
             row("p", "b", NOW - 10 * MINUTE_MS, 404, 10),
             // Older than the hour: only in the day.
             row("p", "a", NOW - 2 * 3_600_000, 200, 10),
-            // A refusal is not traffic.
-            AttemptRecord { refused: true, ..row("p", "a", NOW, 503, 0) },
+            // A request the gateway refused itself counts for its provider, under no connection.
+            AttemptRecord { refused: true, connection_id: None, ..row("p", "a", NOW, 503, 0) },
+            // One refused before its provider was known has nowhere to count.
+            AttemptRecord { refused: true, connection_id: None, ..row("", "", NOW, 401, 0) },
         ],
     );
     let r = report(&t, "1h");
     let p = &r.providers[0];
     assert_eq!(p.series.points.len(), 60);
     let last = p.series.points.last().unwrap();
-    assert_eq!((last.ok, last.rate_limited), (1, 1));
+    assert_eq!((last.ok, last.rate_limited, last.server_errors), (1, 1, 1));
     let earlier = &p.series.points[59 - 10];
     assert_eq!((earlier.server_errors, earlier.transport, earlier.client_errors), (1, 1, 1));
-    assert_eq!(p.series.total.requests(), 5);
+    assert_eq!(p.series.total.requests(), 6);
     let names: Vec<_> = p.connections.iter().map(|c| c.name.clone().unwrap()).collect();
-    assert_eq!(names, ["name-a", "name-b"]);
+    assert_eq!(names, ["name-a", "name-b"], "the refusal is no connection's");
+    assert_eq!(r.providers.len(), 1);
     let day = report(&t, "24h");
     assert_eq!(day.providers[0].series.points.len(), 48);
-    assert_eq!(day.providers[0].series.total.requests(), 6);
-    assert_eq!((day.last_hour.requests(), day.previous_hour.requests()), (5, 0));
-    assert_eq!(r.last_hour.error_rate(), 0.8);
+    assert_eq!(day.providers[0].series.total.requests(), 7);
+    assert_eq!((day.last_hour.requests(), day.previous_hour.requests()), (6, 0));
+    assert!((r.last_hour.error_rate() - 5.0 / 6.0).abs() < 1e-9);
 }
 
 #[test]
