@@ -129,6 +129,22 @@ where
     LastError::default().track(action).view()
 }
 
+/// One link of a choice on a page (a window, a grouping): the current one
+/// is marked, for the eye and for screen readers.
+#[component]
+pub fn ChoiceLink(
+    href: impl Fn() -> String + Send + Sync + 'static,
+    current: impl Fn() -> bool + Send + Sync + Copy + 'static,
+    label: &'static str,
+) -> impl IntoView {
+    let class = move || if current() { "font-semibold underline" } else { "text-indigo-700" };
+    view! {
+        <a href=href aria-current=move || current().then_some("page") class=class>
+            {label}
+        </a>
+    }
+}
+
 /// A connection's status word in its colour, with the time it lasts
 /// counting down on `tick` ("cooling down · 1m 52s").
 #[component]

@@ -8,7 +8,9 @@ use leptos_router::hooks::use_query_map;
 
 use crate::{
     api::get_traffic,
-    components::{ChartLegend, ChartTable, Frame, LoadFailed, Loading, REFRESH_TICKS, TrafficChart, token_count},
+    components::{
+        ChartLegend, ChartTable, ChoiceLink, Frame, LoadFailed, Loading, REFRESH_TICKS, TrafficChart, token_count,
+    },
     types::traffic::{ProviderTraffic, TRAFFIC_WINDOWS, TrafficPoint, TrafficReport},
 };
 
@@ -28,12 +30,7 @@ pub fn TrafficSection(tick: RwSignal<u64>) -> impl IntoView {
                         .into_iter()
                         .map(|(key, label, _, _)| {
                             let current = move || window.get() == key;
-                            let class = move || if current() { "font-semibold underline" } else { "text-indigo-700" };
-                            view! {
-                                <a href=format!("?window={key}") aria-current=move || current().then_some("page") class=class>
-                                    {label}
-                                </a>
-                            }
+                            view! { <ChoiceLink href=move || format!("?window={key}") current label /> }
                         })
                         .collect_view()}
                 </nav>

@@ -9,7 +9,7 @@ use leptos_router::hooks::use_query_map;
 
 use crate::{
     api::get_usage,
-    components::{Layout, LoadFailed, Loading, REFRESH_TICKS, TableHead, token_count, use_ticker},
+    components::{ChoiceLink, Layout, LoadFailed, Loading, REFRESH_TICKS, TableHead, token_count, use_ticker},
     types::usage::{USAGE_WINDOWS, UsageGroup, UsageGroupBy, UsageReport},
 };
 
@@ -40,7 +40,7 @@ pub fn UsagePage() -> impl IntoView {
                             .map(|g| {
                                 let current = move || by.get() == g.as_str();
                                 let href = move || format!("?by={}&window={}", g.as_str(), window.get());
-                                view! { <Choice href current label=g.label() /> }
+                                view! { <ChoiceLink href current label=g.label() /> }
                             })
                             .collect_view()}
                     </nav>
@@ -50,7 +50,7 @@ pub fn UsagePage() -> impl IntoView {
                             .map(|(key, label, _)| {
                                 let current = move || window.get() == key;
                                 let href = move || format!("?by={}&window={key}", by.get());
-                                view! { <Choice href current label /> }
+                                view! { <ChoiceLink href current label /> }
                             })
                             .collect_view()}
                     </nav>
@@ -68,21 +68,6 @@ pub fn UsagePage() -> impl IntoView {
                 </p>
             </section>
         </Layout>
-    }
-}
-
-/// One link of a choice; the current one is marked.
-#[component]
-fn Choice(
-    href: impl Fn() -> String + Send + Sync + 'static,
-    current: impl Fn() -> bool + Send + Sync + Copy + 'static,
-    label: &'static str,
-) -> impl IntoView {
-    let class = move || if current() { "font-semibold underline" } else { "text-indigo-700" };
-    view! {
-        <a href=href aria-current=move || current().then_some("page") class=class>
-            {label}
-        </a>
     }
 }
 
