@@ -313,7 +313,7 @@ pub async fn save_resilience(card: String, fields: HashMap<String, String>) -> R
         ssr::fail("/settings/resilience", BackendError::Invalid(vec![unknown]))
     })?;
     let view = backend.resilience();
-    let values = fields.into_iter().collect();
+    let values: std::collections::BTreeMap<String, String> = fields.into_iter().collect();
     let result = match crate::types::settings::form_to_patch(&spec.editable(&view), &values) {
         Ok(patch) => backend.patch_resilience(patch).await.map(drop),
         Err(errors) => Err(BackendError::Invalid(errors)),
@@ -322,13 +322,32 @@ pub async fn save_resilience(card: String, fields: HashMap<String, String>) -> R
         Ok(()) => Ok(CardSaved { card, errors: Vec::new() }),
         Err(BackendError::Invalid(errors)) => {
             if ssr::is_form_post() {
-                let message = BackendError::Invalid(errors.clone()).to_string();
-                leptos_axum::redirect(&format!("{}?error={}", spec.page, crate::format::query_escape(&message)));
+                leptos_axum::redirect(&refused_card_url(spec, &values));
             }
             Ok(CardSaved { card, errors })
         }
         Err(e) => Err(ssr::fail(spec.page, e)),
     }
+}
+
+/// Where a refused plain post of a settings card goes: its page, with
+/// the card open and what was typed in it (the card checks it again and
+/// marks the fields), at the card.
+#[cfg(feature = "ssr")]
+fn refused_card_url(
+    card: &crate::pages::settings::cards::Card,
+    typed: &std::collections::BTreeMap<String, String>,
+) -> String {
+    use crate::{
+        format::query_escape,
+        pages::settings::card::{REFUSED, TYPED},
+    };
+    let mut url = format!("{}?{REFUSED}={}", card.page, query_escape(card.id));
+    for (path, text) in typed {
+        url.push_str(&format!("&{}={}", query_escape(&format!("{TYPED}{path}")), query_escape(text)));
+    }
+    url.push_str(&format!("#{}", card.id));
+    url
 }
 
 #[server(prefix = "/sfn", output = Answer, endpoint = "health")]

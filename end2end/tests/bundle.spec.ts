@@ -1,9 +1,10 @@
 import { test, expect } from '@playwright/test';
 import { hydrated, login } from './helpers';
 
-// Each page is a lazy route (app/src/routes.rs): its code is a chunk of its
-// own, preloaded by its HTML and fetched with it, and no other page's.
-test('a page loads its own wasm chunk, preloaded by its HTML, and not the chunks of other pages', async ({ page }) => {
+// The pages are lazy routes in four groups (app/src/routes.rs): a page's
+// code is its group's chunk, preloaded by its HTML and fetched with it,
+// and no other group's.
+test("a page loads its group's wasm chunk, preloaded by its HTML, and not the other groups'", async ({ page }) => {
   const wasm: string[] = [];
   page.on('response', (r) => {
     if (r.url().endsWith('.wasm')) wasm.push(r.url());
@@ -14,9 +15,9 @@ test('a page loads its own wasm chunk, preloaded by its HTML, and not the chunks
   wasm.length = 0;
   await page.goto('/providers');
   await hydrated(page);
-  const own = [...new Set(wasm.filter((u) => /\/pkg\/split___providers_view_\w+\.wasm$/.test(u)))];
+  const own = [...new Set(wasm.filter((u) => /\/pkg\/split_setup\.wasm$/.test(u)))];
   expect(own).toHaveLength(1);
-  expect(wasm.filter((u) => /\/pkg\/split___(?!providers_)\w+\.wasm$/.test(u))).toEqual([]);
+  expect(wasm.filter((u) => /\/pkg\/split_(?!setup\.)\w+\.wasm$/.test(u))).toEqual([]);
   const chunk = await page.request.get(own[0]);
   expect(chunk.status()).toBe(200);
   expect(chunk.headers()['content-type']).toBe('application/wasm');

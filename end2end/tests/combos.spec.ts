@@ -56,9 +56,12 @@ test('Combos: create with weights (refusing a bad line as typed), route traffic,
   await expect(row.locator('[data-testid="now"] [data-ready="true"]')).toHaveCount(2);
   // Edit: round-robin alternates.
   await row.getByText('Edit', { exact: true }).click();
+  // In a side panel, not a table cell; a save shuts it.
+  await expect(row.getByRole('dialog', { name: 'Edit the combo “e2e-split”' })).toBeVisible();
   await row.getByTestId('edit-combo').getByLabel('Strategy').selectOption('round-robin');
   await row.getByRole('button', { name: 'Save' }).click();
   await expect(row.getByTestId('strategy')).toHaveText('round-robin');
+  await expect(row.getByTestId('edit')).not.toHaveAttribute('open', /.*/);
   const saved = await (await page.request.get('/api/combos/e2e-split')).json();
   expect(saved.strategy).toBe('round-robin');
   expect(saved.targets[0]).toEqual({ model: 'agentrouter/fake-a', weight: 90 });

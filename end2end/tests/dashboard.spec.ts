@@ -152,6 +152,19 @@ test('a success clears the last failure banner, and a saved edit folds its form 
   await row.getByRole('button', { name: 'Test e2e-banner' }).waitFor();
   await edit.locator('summary').click();
   await expect(edit).toHaveAttribute('open', '');
+  // The form opens in a side panel, whole within the window, the focus on its first field.
+  const panel = edit.getByRole('dialog', { name: 'Edit the connection “e2e-banner”' });
+  const box = (await panel.boundingBox())!;
+  const width = page.viewportSize()!.width;
+  expect(box.x).toBeGreaterThanOrEqual(0);
+  expect(box.x + box.width).toBeLessThanOrEqual(width);
+  expect(box.width).toBeGreaterThanOrEqual(Math.min(width, 480));
+  await expect(edit.getByLabel('Name')).toBeFocused();
+  // Escape shuts it, and the focus goes back to Edit.
+  await page.keyboard.press('Escape');
+  await expect(edit).not.toHaveAttribute('open', /.*/);
+  await expect(edit.locator('summary')).toBeFocused();
+  await edit.locator('summary').click();
   await edit.getByLabel('Name').fill('not-saved');
   await edit.getByRole('link', { name: 'Cancel' }).click();
   await expect(edit).not.toHaveAttribute('open', /.*/);

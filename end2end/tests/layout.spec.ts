@@ -1,18 +1,5 @@
 import { test, expect, Page } from '@playwright/test';
-import { LANDING, ADMIN_PASSWORD, hydrated, login } from './helpers';
-
-const PAGES: [string, string][] = [
-  ['/monitoring/health', 'Health'],
-  ['/monitoring/cooldowns', 'Cooldown Manager'],
-  ['/logs', 'Logs'],
-  ['/usage', 'Usage'],
-  ['/providers', 'Providers'],
-  ['/combos', 'Combos'],
-  ['/keys', 'API keys'],
-  ['/settings/resilience', 'Settings → Resilience'],
-  ['/settings/model-lockout', 'Settings → Model Lockout'],
-  ['/get-started', 'Get started'],
-];
+import { LANDING, ADMIN_PASSWORD, PAGES, hydrated, login } from './helpers';
 
 const SHOTS = process.env.SCREENSHOT_DIR ?? 'test-results/screenshots';
 
@@ -50,8 +37,11 @@ test('every page has its own title, a skip link, the favicon and the current pag
   }
   expect(titles.size).toBe(PAGES.length);
   expect([...titles].every((t) => t.endsWith('· OmniRoute'))).toBe(true);
-  const icon = await page.request.get('/favicon.svg');
-  expect(icon.status()).toBe(200);
+  for (const icon of ['/favicon.svg', '/favicon.ico']) {
+    const answer = await page.request.get(icon, { maxRedirects: 0 });
+    expect(answer.status(), icon).toBe(200);
+    expect(answer.headers()['content-type'], icon).toBe('image/svg+xml');
+  }
   expect(failed).toEqual([]);
 });
 

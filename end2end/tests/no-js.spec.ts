@@ -29,12 +29,15 @@ test('login, add/disable/delete a connection and create/revoke a key without Jav
   await expect(page.locator('tr', { hasText: 'needs-url' })).toHaveCount(0);
 
   // Edit: <details> opens natively; the form posts and the page reloads.
-  await row.getByText('Edit').click();
+  // A later success clears the refusal's banner.
+  await row.getByText('Edit', { exact: true }).click();
   await row.getByLabel('Name').fill('nojs-renamed');
   await row.getByLabel('Priority').fill('7');
   await row.getByRole('button', { name: 'Save' }).click();
   const renamed = page.locator('tr', { hasText: 'nojs-renamed' });
   await expect(renamed).toContainText('…1234');
+  await expect(page.getByRole('alert')).toHaveCount(0);
+  expect(page.url()).not.toContain('error=');
   await expect(renamed.locator('td').nth(3)).toHaveText('7');
 
   await renamed.getByRole('button', { name: 'Disable' }).click();
@@ -62,25 +65,46 @@ test('login, add/disable/delete a connection and create/revoke a key without Jav
   await expect(page.locator('tr', { hasText: 'nojs-key' })).toHaveCount(0);
 });
 
-test('a settings card saves as a plain form post, and a refused value comes back as a banner', async ({ page }) => {
+test('a settings card saves as a plain form post; a refused one comes back open, as typed, marked at the field', async ({ page }) => {
   await page.goto('/login');
   await page.getByLabel('Admin password').fill(ADMIN_PASSWORD);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.goto('/settings/resilience');
   const card = page.locator('[data-card="session-affinity"]');
+  // Folded to a line; <details> opens natively.
+  await expect(card.getByTestId('card-line')).toContainText('Pin lifetime');
+  await card.locator('summary').first().click();
   await card.getByText('Edit', { exact: true }).click();
-  // A duration may be typed with its unit, also without JS.
-  await card.getByLabel('Pin lifetime (ms)').fill('2 h');
+  // A duration is shown and typed in natural units, also without JS.
+  await expect(card.getByLabel('Pin lifetime')).toHaveValue(/ h$/);
+  await card.getByLabel('Pin lifetime').fill('2 h');
   await card.getByRole('button', { name: 'Save' }).click();
   await expect(page).toHaveURL(/\/settings\/resilience\??$/);
   await expect(page.locator('[data-card="session-affinity"] [data-value="sessionAffinityTtlMs"]')).toHaveText('2 h');
 
   const again = page.locator('[data-card="session-affinity"]');
+  await again.locator('summary').first().click();
   await again.getByText('Edit', { exact: true }).click();
-  await again.getByLabel('Pin lifetime (ms)').fill('90000000');
+  await again.getByLabel('Pin lifetime').fill('25 h');
   await again.getByRole('button', { name: 'Save' }).click();
-  await expect(page.getByRole('alert')).toContainText('sessionAffinityTtlMs: must be between 0 and 86400000');
-  await expect(page.locator('[data-card="session-affinity"] [data-value="sessionAffinityTtlMs"]')).toHaveText('2 h');
+  // Refused: the card comes back open with what was typed, the error at
+  // the field in the field's words and units, and nothing saved.
+  const refused = page.locator('[data-card="session-affinity"]');
+  await expect(refused).toHaveAttribute('open', '');
+  await expect(refused.getByLabel('Pin lifetime')).toBeVisible();
+  await expect(refused.getByLabel('Pin lifetime')).toHaveValue('25 h');
+  await expect(refused.locator('[data-error="sessionAffinityTtlMs"]')).toHaveText('must be between 0 and 1 d');
+  await expect(refused.getByRole('alert')).toHaveText('Not saved: correct the marked fields and save again.');
+  await expect(page.getByText('sessionAffinityTtlMs')).toHaveCount(0);
+  await expect(refused.locator('[data-value="sessionAffinityTtlMs"]')).toHaveText('2 h');
+
+  // Corrected: saved, and the refusal is gone from the page and its address.
+  await refused.getByLabel('Pin lifetime').fill('3 h');
+  await refused.getByRole('button', { name: 'Save' }).click();
+  await expect(page).toHaveURL(/\/settings\/resilience$/);
+  await expect(page.getByRole('alert')).toHaveCount(0);
+  await expect(page.locator('[data-card="session-affinity"]')).not.toHaveAttribute('open', '');
+  await expect(page.locator('[data-card="session-affinity"] [data-value="sessionAffinityTtlMs"]')).toHaveText('3 h');
 });
 
 test('the resilience pages render and their actions post without JavaScript', async ({ page }) => {
@@ -118,7 +142,7 @@ test('combos are created, edited and deleted as plain form posts; a refusal come
   await form.getByRole('button', { name: 'Create' }).click();
   await expect(page.getByRole('alert')).toContainText('names no provider/model and no combo called');
   await expect(page.locator('[data-combo="nojs-bad"]')).toHaveCount(0);
-  await row.getByText('Edit').click();
+  await row.getByText('Edit', { exact: true }).click();
   await row.locator('select[name=strategy]').selectOption('least-used');
   await row.getByRole('button', { name: 'Save' }).click();
   await expect(page.locator('[data-combo="nojs-combo"] [data-testid="strategy"]')).toHaveText('least-used');

@@ -77,7 +77,7 @@ test('one status truth: a breaker opened by real traffic shows on the live Provi
 
   await page.goto('/monitoring/health');
   await expect(page.getByTestId('health-status')).not.toHaveText('healthy');
-  await expect(page.getByTestId('health-reasons')).toContainText('ollama: breaker OPEN');
+  await expect(page.getByTestId('health-reasons')).toContainText('ollama: breaker open, failing fast; probing again in');
   // The chart's breaker band: the breaker just opened, and its state now reaches the right edge, visibly.
   // (An earlier test opened and reset it too: the last span is the current one.)
   const band = page.locator('[data-traffic-provider="ollama"] rect.band').last();
@@ -85,7 +85,7 @@ test('one status truth: a breaker opened by real traffic shows on the live Provi
   const [x, width] = [Number(await band.getAttribute('x')), Number(await band.getAttribute('width'))];
   expect(width).toBeGreaterThanOrEqual(6);
   expect(x + width).toBeCloseTo(548, 0);
-  await expect(band.locator('title')).toContainText('breaker OPEN since');
+  await expect(band.locator('title')).toContainText('breaker open: failing fast since');
 
   await page.goto('/monitoring/cooldowns');
   await hydrated(page);

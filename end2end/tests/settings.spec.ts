@@ -1,5 +1,5 @@
 import { test, expect, Page } from '@playwright/test';
-import { FAKE, hydrated, login } from './helpers';
+import { FAKE, editCard, hydrated, login } from './helpers';
 
 async function openSettings(page: Page, path: string) {
   await login(page);
@@ -20,23 +20,23 @@ test('a card refuses an invalid value in the browser, saves a valid one, and kee
   await openSettings(page, '/settings/resilience');
   const saves = countSaves(page);
   const card = page.locator('[data-card="combo-cooldown-wait"]');
-  await card.getByText('Edit', { exact: true }).click();
-  const maxWait = card.getByLabel('Max wait (ms)');
+  await editCard(card);
+  const maxWait = card.getByLabel('Max wait', { exact: true });
   const save = card.getByRole('button', { name: 'Save' });
 
   await maxWait.fill('400000');
   await expect(card.locator('[data-error="comboCooldownWait.maxWaitMs"][data-origin="browser"]')).toContainText(
-    'between 0 and 300000',
+    'between 0 and 5 min',
   );
   await expect(save).toBeDisabled();
   // The cross-field rule too: the budget must cover one full wait.
   // Typed with its unit, read back in words as it is typed.
   await maxWait.fill('2 min');
   await expect(card.locator('[data-human="comboCooldownWait.maxWaitMs"]')).toHaveText('= 2 min');
-  await card.getByLabel('Total budget (ms)').fill('100000');
+  await card.getByLabel('Total budget', { exact: true }).fill('100000');
   await expect(card.locator('[data-error="comboCooldownWait.budgetMs"]')).toContainText('at least maxWaitMs');
   await expect(save).toBeDisabled();
-  await card.getByLabel('Total budget (ms)').fill('240000');
+  await card.getByLabel('Total budget', { exact: true }).fill('240000');
   await card.getByLabel('Max attempts').fill('3');
   await expect(card.locator('[data-error]')).toHaveCount(0);
   expect(saves.n).toBe(0);
@@ -54,13 +54,13 @@ test('a card refuses an invalid value in the browser, saves a valid one, and kee
   await expect(reloaded.locator('[data-value="comboCooldownWait.maxWaitMs"]')).toHaveText('2 min');
   await expect(reloaded.locator('[data-value="comboCooldownWait.budgetMs"]')).toHaveText('4 min');
   // A value that differs from the default says so, and goes back to it in one click (unsaved until Save).
-  await reloaded.getByText('Edit', { exact: true }).click();
+  await editCard(reloaded);
   await expect(reloaded.locator('[data-default="comboCooldownWait.maxWaitMs"]')).toHaveText('default 90 s');
   await expect(reloaded.locator('[data-changed="comboCooldownWait.maxWaitMs"]')).toHaveText('changed');
   await expect(reloaded.locator('[data-changed="comboCooldownWait.maxAttempts"]')).toHaveCount(1);
   await expect(reloaded.locator('[data-changed="comboCooldownWait.enabled"]')).toHaveCount(0);
   await reloaded.locator('[data-field="comboCooldownWait.maxWaitMs"]').getByRole('button', { name: 'reset to default' }).click();
-  await expect(reloaded.getByLabel('Max wait (ms)')).toHaveValue('90000');
+  await expect(reloaded.getByLabel('Max wait', { exact: true })).toHaveValue('90 s');
   await expect(reloaded.locator('[data-human="comboCooldownWait.maxWaitMs"]')).toHaveText('= 90 s');
   await reloaded.getByRole('button', { name: 'Cancel' }).click();
   await expect(reloaded.locator('[data-value="comboCooldownWait.maxAttempts"]')).toHaveText('3');
@@ -104,7 +104,7 @@ test('the session affinity card says what the engine pins, and Health counts the
 test('the server re-checks a save and its field errors are shown at the field', async ({ page }) => {
   await openSettings(page, '/settings/resilience');
   const card = page.locator('[data-card="provider-breaker"]');
-  await card.getByText('Edit', { exact: true }).click();
+  await editCard(card);
   await card.getByLabel('API key · degradation threshold').fill('20');
   const save = card.getByRole('button', { name: 'Save' });
   await expect(save).toBeDisabled();
@@ -126,7 +126,7 @@ test('the server re-checks a save and its field errors are shown at the field', 
 test('values set by the environment are marked, and the winning one is read-only', async ({ page }) => {
   await openSettings(page, '/settings/resilience');
   const card = page.locator('[data-card="request-queue"]');
-  await card.getByText('Edit', { exact: true }).click();
+  await editCard(card);
   await expect(card.locator('[data-env="RATE_LIMIT_AUTO_ENABLE"]')).toHaveText('set by env RATE_LIMIT_AUTO_ENABLE');
   await expect(card.getByLabel(/Protect every API-key connection/)).toBeDisabled();
   await expect(card.locator('[data-env="RATE_LIMIT_MAX_QUEUE_DEPTH"]')).toHaveText(
@@ -146,7 +146,7 @@ test('operator error rules are added in the list editor', async ({ page }) => {
   await openSettings(page, '/settings/resilience');
   const card = page.locator('[data-card="provider-error-rules"]');
   await expect(card.locator('[data-value="providerErrorRules"]')).toHaveText('0 rule(s)');
-  await card.getByText('Edit', { exact: true }).click();
+  await editCard(card);
   await card.getByLabel('Rule 1 provider').fill('glm');
   await card.getByLabel('Rule 1 status').fill('4x0');
   await expect(card.locator('[data-error="providerErrorRules"]')).toContainText('providerErrorRules.0.status');
@@ -170,7 +170,7 @@ test('operator error rules are added in the list editor', async ({ page }) => {
 test('model lockout: chips refuse bad codes, save, reload, and reset to defaults', async ({ page }) => {
   await openSettings(page, '/settings/model-lockout');
   const card = page.locator('[data-card="model-lockout"]');
-  await card.getByText('Edit', { exact: true }).click();
+  await editCard(card);
   const add = card.getByLabel('Add error code');
   await add.fill('700');
   await card.getByRole('button', { name: 'Add', exact: true }).click();
@@ -198,10 +198,10 @@ test('model lockout: chips refuse bad codes, save, reload, and reset to defaults
   await expect(again.locator('[data-value="modelLockout.enabled"]')).toHaveText('on');
   await expect(again.locator('[data-value="modelLockout.maxCooldownMs"]')).toHaveText('15 min');
 
-  await again.getByText('Edit', { exact: true }).click();
+  await editCard(again);
   await again.getByRole('button', { name: 'Reset to defaults' }).click();
   await expect(again.locator('[data-chip="404"]')).toBeVisible();
-  await expect(again.getByLabel(/Base cooldown/)).toHaveValue('120000');
+  await expect(again.getByLabel(/Base cooldown/)).toHaveValue('2 min');
   await expect(again.getByLabel('Enabled')).not.toBeChecked();
   await again.getByRole('button', { name: 'Save' }).click();
   await expect(again.locator('[data-value="modelLockout.errorCodes"]')).toHaveText('403, 404, 429, 502, 503, 504');
@@ -210,14 +210,14 @@ test('model lockout: chips refuse bad codes, save, reload, and reset to defaults
 test('connection order is picked from a list; the emergency fallback is checked as typed and by the server', async ({ page }) => {
   await openSettings(page, '/settings/resilience');
   const order = page.locator('[data-card="connection-order"]');
-  await order.getByText('Edit', { exact: true }).click();
+  await editCard(order);
   await order.getByLabel('Order').selectOption('round-robin');
   await order.getByRole('button', { name: 'Save' }).click();
   await expect(order.getByRole('status')).toHaveText('Saved.');
   await expect(order.locator('[data-value="fallbackStrategy"]')).toHaveText('round-robin');
 
   const flags = page.locator('[data-card="emergency-fallback"]');
-  await flags.getByText('Edit', { exact: true }).click();
+  await editCard(flags);
   const target = flags.getByLabel('Last-resort target (provider/model)');
   const save = flags.getByRole('button', { name: 'Save' });
   await target.fill('ollama');
@@ -241,4 +241,24 @@ test('connection order is picked from a list; the emergency fallback is checked 
   // Back to the defaults, for the tests that route after this one.
   const reset = await page.request.patch('/api/resilience', { data: { fallbackStrategy: 'fill-first', emergencyFallback: '' } });
   expect(reset.status()).toBe(200);
+});
+
+test('Resilience is a table of contents and cards folded to a line each; a duration error reads in the unit typed', async ({ page }) => {
+  await openSettings(page, '/settings/resilience');
+  const contents = page.getByRole('navigation', { name: 'Sections' });
+  await expect(contents.getByRole('link')).toHaveCount(14);
+  // Folded, fourteen cards fit in little more than one screen (it was 4,064 px).
+  const height = await page.evaluate(() => document.documentElement.scrollHeight);
+  expect(height).toBeLessThan(1600);
+  const card = page.locator('[data-card="request-queue"]');
+  await expect(card.getByTestId('card-line')).toContainText('Max queue wait');
+  await expect(card.getByLabel('Requests per minute')).toBeHidden();
+  await contents.getByRole('link', { name: 'Request queue' }).click();
+  await expect(page).toHaveURL(/#request-queue$/);
+  await editCard(card);
+  const wait = card.getByLabel('Max queue wait');
+  await expect(wait).toHaveValue(/^\d+ (s|min|h)$/);
+  await wait.fill('2 d');
+  await expect(card.locator('[data-error="requestQueue.maxWaitMs"]')).toHaveText('must be between 1 ms and 1 d');
+  await card.getByRole('button', { name: 'Cancel' }).click();
 });

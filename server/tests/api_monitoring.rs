@@ -72,7 +72,7 @@ async fn health_reports_breakers_and_connections_and_reset_closes_them() {
     // One status truth: a breaker that is not CLOSED degrades the summary,
     // and the same OPEN breaker marks its connection and its provider.
     assert_eq!(h["status"], "degraded");
-    assert_eq!(h["statusReasons"], json!(["openai: breaker OPEN, probing again in 30s."]));
+    assert_eq!(h["statusReasons"], json!(["openai: breaker open, failing fast; probing again in 30s."]));
     let list = gw.get_json("/api/providers").await;
     let openai = list["connections"].as_array().unwrap().iter().find(|c| c["provider"] == "openai").unwrap();
     assert_eq!((openai["status"].as_str(), openai["statusRemainingMs"].as_u64()), (Some("breaker_open"), Some(30_000)));

@@ -64,6 +64,24 @@ async fn max_concurrent_one_serializes_ten_parallel_requests() {
 }
 
 #[tokio::test]
+async fn health_lists_a_limit_nobody_has_hit_yet() {
+    let (fake, gw) = Gateway::with_fake().await;
+    let limits = json!({"maxConcurrent": 2, "rateLimitOverrides": {"modelConcurrency": {"gpt-4o-mini": 1}}});
+    let id = limited(&gw, &fake, "fresh", 1, limits).await;
+    // As after a restart: no request has made the gates yet.
+    let queues = &gw.get_json("/api/monitoring/health").await["queues"];
+    let account = &queues[format!("qsconn:{id}")];
+    assert_eq!(
+        (&account["running"], &account["queued"], &account["limit"]),
+        (&json!(0), &json!(0), &json!(2)),
+        "{queues}"
+    );
+    assert_eq!(account["connection"], "fresh");
+    let model = &queues[format!("qsconn:{id}:model:gpt-4o-mini")];
+    assert_eq!((&model["model"], &model["limit"]), (&json!("gpt-4o-mini"), &json!(1)), "{queues}");
+}
+
+#[tokio::test]
 async fn model_concurrency_caps_one_model_and_leaves_the_others() {
     let (fake, gw) = Gateway::with_fake().await;
     limited(&gw, &fake, "m", 1, json!({"rateLimitOverrides": {"modelConcurrency": {"gpt-4o-mini": 1}}})).await;

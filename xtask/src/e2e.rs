@@ -101,9 +101,15 @@ pub fn start_gateway(
     Ok((gateway, format!("http://127.0.0.1:{port}")))
 }
 
+/// The browser test that times cold pages: it only means something on
+/// the release build, so the debug suite leaves it out.
+pub const COLD_PAGES: &str = "tests/cold.spec.ts";
+
 /// Runs the Playwright suite (`args` go to `playwright test`, e.g. a file
-/// or `-g <title>`) against a fresh gateway and fake upstream.
-pub fn run(args: &[String]) -> anyhow::Result<()> {
+/// or `-g <title>`) against a fresh gateway and fake upstream, built as
+/// `release` or debug (the site in `target/site` is whichever was built
+/// last).
+pub fn run(release: bool, args: &[String]) -> anyhow::Result<()> {
     util::ensure_debian_package(CHROMIUM, "chromium")?;
     let dir = util::root().join("end2end");
     if !dir.join("node_modules/@playwright/test").is_dir() {
@@ -129,8 +135,9 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         ("OMNIROUTE_OAUTH_TOKEN_URL_CODEX", "{fake}/oauth/token"),
         ("OMNIROUTE_OAUTH_TOKEN_URL_GEMINI_CLI", "{fake}/google/oauth/token"),
     ];
-    let (gateway, fake, url, fake_url) = start_stack("debug", &data_dir, "info,server=warn", &env)?;
-    step(&format!("playwright against {url} (fake upstream {fake_url})"));
+    let profile = if release { "release" } else { "debug" };
+    let (gateway, fake, url, fake_url) = start_stack(profile, &data_dir, "info,server=warn", &env)?;
+    step(&format!("playwright against the {profile} build at {url} (fake upstream {fake_url})"));
     let result = util::run(
         Command::new("npx")
             .args(["playwright", "test"])
@@ -138,7 +145,8 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
             .current_dir(&dir)
             .env("OMNIROUTE_URL", &url)
             .env("FAKE_UPSTREAM_URL", &fake_url)
-            .env("ADMIN_PASSWORD", ADMIN_PASSWORD),
+            .env("ADMIN_PASSWORD", ADMIN_PASSWORD)
+            .env("OMNIROUTE_BUILD", profile),
     );
     drop((gateway, fake));
     let _ = std::fs::remove_dir_all(&data_dir);

@@ -1,6 +1,6 @@
 //! Build orchestration without network downloads (replaces cargo-leptos
 //! and Trunk): `cargo xtask build [--release] | serve [--release] [-- ARGS]
-//! | test | e2e [-- PLAYWRIGHT ARGS] | e2e-clients | bench [--against OMNIROUTE_BINARY] | chaos [--seconds N] [--seed S] | heap | layers | login-flood | conn-flood | soak [--minutes N]`.
+//! | test | e2e [--release] [-- PLAYWRIGHT ARGS] | e2e-clients | bench [--against OMNIROUTE_BINARY] | chaos [--seconds N] [--seed S] | heap | layers | login-flood | conn-flood | soak [--minutes N]`.
 //! See ARCHITECTURE.md §3.
 
 mod bench;
@@ -34,7 +34,7 @@ fn main() -> anyhow::Result<()> {
             util::run(&mut cmd)
         }
         Some("test") => test(),
-        Some("e2e") => e2e::run(&passthrough),
+        Some("e2e") => e2e::run(release, &passthrough),
         Some("e2e-clients") => e2e_clients::run(),
         Some("bench") => {
             let against = args.iter().skip_while(|a| *a != "--against").nth(1).map(std::path::PathBuf::from);
@@ -47,7 +47,7 @@ fn main() -> anyhow::Result<()> {
         Some("conn-flood") => floods::connections(),
         Some("soak") => soak::run(&args),
         _ => bail!(
-            "usage: cargo xtask <build [--release] | serve [--release] [-- ARGS] | test | e2e [-- ARGS] | e2e-clients | bench [--against OMNIROUTE_BINARY] | chaos [--seconds N] [--seed S] | heap | layers | login-flood | conn-flood | soak [--minutes N]>"
+            "usage: cargo xtask <build [--release] | serve [--release] [-- ARGS] | test | e2e [--release] [-- ARGS] | e2e-clients | bench [--against OMNIROUTE_BINARY] | chaos [--seconds N] [--seed S] | heap | layers | login-flood | conn-flood | soak [--minutes N]>"
         ),
     }
 }
@@ -90,13 +90,16 @@ fn test() -> anyhow::Result<()> {
         "warnings",
     ]))?;
     util::step("browser tests");
-    e2e::run(&[])?;
-    util::step("the release bundle against its budget");
-    build::site(true)?;
+    e2e::run(false, &[])?;
     util::step("chaos run (3 minutes)");
     chaos::run(&chaos::Options { seconds: 180, seed: rand::random() })?;
     util::step("heap run");
     heap::run()?;
+    // The heap run built the release gateway; the release site joins it.
+    util::step("the release bundle against its budget");
+    build::site(true)?;
+    util::step("cold pages (release build, browser)");
+    e2e::run(true, &[e2e::COLD_PAGES.to_owned()])?;
     util::step("login flood drill");
     floods::login()?;
     util::step("connection flood drill");

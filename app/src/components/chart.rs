@@ -177,10 +177,11 @@ pub fn TrafficChart(
                 let now = i + 1 == n;
                 let x1 = if now { WIDTH - RIGHT } else { frame.x_of(s.to_ms) };
                 let x0 = if now { frame.x_of(s.from_ms).min(x1 - CURRENT_MIN_W) } else { frame.x_of(s.from_ms) };
+                let state = crate::format::breaker_state(&s.state);
                 let title = if now {
-                    format!("breaker {} since {}", s.state, ago(frame.end_ms() - s.from_ms))
+                    format!("breaker {state} since {}", ago(frame.end_ms() - s.from_ms))
                 } else {
-                    format!("breaker {} from {} to {}", s.state, ago(frame.end_ms() - s.from_ms), ago(frame.end_ms() - s.to_ms))
+                    format!("breaker {state} from {} to {}", ago(frame.end_ms() - s.from_ms), ago(frame.end_ms() - s.to_ms))
                 };
                 view! {
                     <rect class=format!("band {}", s.state) x=format!("{x0:.1}") y=BAND_Y width=format!("{:.1}", (x1 - x0).max(0.5)) height=BAND_H>

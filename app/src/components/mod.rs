@@ -2,6 +2,7 @@
 
 mod chart;
 mod confirm;
+mod edit_panel;
 mod error_detail;
 mod form_errors;
 mod shell;
@@ -11,6 +12,7 @@ use leptos_router::hooks::use_query_map;
 
 pub use chart::{ChartLegend, ChartTable, Frame, TrafficChart, describe, token_count};
 pub use confirm::{CONFIRM_BUTTON, Confirm};
+pub use edit_panel::EditPanel;
 pub use error_detail::ErrorDetail;
 pub use form_errors::{FieldNote, FieldNotes, FormErrors};
 pub use shell::{Layout, Logo, NAV, page_title};

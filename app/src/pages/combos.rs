@@ -12,8 +12,8 @@ use crate::{
         get_connections,
     },
     components::{
-        CONFIRM_BUTTON, Confirm, Countdown, LastError, Layout, LoadFailed, Loading, REFRESH_TICKS, reset_on_success,
-        use_ticker,
+        CONFIRM_BUTTON, Confirm, Countdown, EditPanel, LastError, Layout, LoadFailed, Loading, REFRESH_TICKS,
+        reset_on_success, use_ticker,
     },
     types::{
         CatalogEntry,
@@ -436,6 +436,8 @@ fn ComboTable(
                         // Each part of the row owns its copy of the name.
                         let [row, cell, name, now] = std::array::from_fn(|_| c.name.clone());
                         let edit_label = format!("Edit {name}");
+                        let edit_title = format!("Edit the combo “{name}”");
+                        let saved = Signal::derive(move || matches!(save.value().get(), Some(Ok(_))));
                         view! {
                             <tr class="border-b border-slate-100 align-top" data-combo=row>
                                 <td class="p-2 font-mono">{cell}</td>
@@ -454,10 +456,9 @@ fn ComboTable(
                                             <button type="submit" class=CONFIRM_BUTTON>"Delete combo"</button>
                                         </ActionForm>
                                     </Confirm>
-                                    <details>
-                                        <summary class="cursor-pointer text-sm" aria-label=edit_label>"Edit"</summary>
+                                    <EditPanel label=edit_label title=edit_title saved>
                                         <ComboForm combo=Some(c) save />
-                                    </details>
+                                    </EditPanel>
                                 </td>
                             </tr>
                         }

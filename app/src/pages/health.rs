@@ -153,7 +153,7 @@ fn QueueTable(queues: BTreeMap<String, QueueInfo>) -> impl IntoView {
     if queues.is_empty() {
         return view! {
             <p class="text-slate-500" data-testid="queues">
-                "Nothing is limited yet: no connection has a concurrency limit and no request queue has been used. "
+                "Nothing is limited yet: no connection has a concurrency limit, and no request queue has run since the gateway started. "
                 <a href="/providers" class="text-indigo-700">"Set Max concurrent, per-model limits or rate-limit protection on a connection"</a>
                 " to pace and queue its requests."
             </p>

@@ -13,8 +13,8 @@ use crate::{
         get_connections, get_health, get_quotas, get_rate_limits,
     },
     components::{
-        BUTTON, CONFIRM_BUTTON, Confirm, ErrorDetail, FieldNote, FormErrors, LastError, Layout, LoadFailed, Loading,
-        REFRESH_TICKS, StatusBadge, reset_on_success, use_ticker,
+        BUTTON, CONFIRM_BUTTON, Confirm, EditPanel, ErrorDetail, FieldNote, FormErrors, LastError, Layout, LoadFailed,
+        Loading, REFRESH_TICKS, StatusBadge, reset_on_success, use_ticker,
     },
     types::{
         AuthType, CatalogEntry, ConnectionList, ConnectionView, RateLimitOverrides, format_model_concurrency,
@@ -61,7 +61,8 @@ fn load_text(c: &ConnectionView, live: &Live) -> String {
         return "unlimited".to_owned();
     };
     match live.queues.get(&format!("qsconn:{}", c.id)) {
-        Some(q) => format!("{} of {max} in flight · {} waiting", q.running, q.queued),
+        Some(q) if q.queued > 0 => format!("{} of {max} in flight · {} waiting", q.running, q.queued),
+        Some(q) => format!("{} of {max} in flight", q.running),
         None => format!("0 of {max} in flight"),
     }
 }
@@ -405,14 +406,8 @@ fn ConnectionRow(c: ConnectionView, actions: RowActions, live: Live, badges: Bad
         (None, None) => "never".into_any(),
     };
     let active = c.is_active;
-    // A saved edit folds its form away again (in the browser: see `LastError::track`).
     let edit_form = NodeRef::<leptos::html::Details>::new();
-    #[cfg(target_arch = "wasm32")]
-    Effect::new(move |_| {
-        if let (Some(Ok(_)), Some(details)) = (actions.edit.value().get(), edit_form.get()) {
-            details.set_open(false);
-        }
-    });
+    let edited = Signal::derive(move || matches!(actions.edit.value().get(), Some(Ok(_))));
     // Each form's children own their copy of the id.
     let [id_test, id_toggle, id_delete, id_edit] = std::array::from_fn(|_| c.id.clone());
     // Row buttons are named by their row ("Test main") for screen readers.
@@ -455,8 +450,7 @@ fn ConnectionRow(c: ConnectionView, actions: RowActions, live: Live, badges: Bad
                         <button type="submit" class=CONFIRM_BUTTON>"Delete connection"</button>
                     </ActionForm>
                 </Confirm>
-                <details node_ref=edit_form data-testid="edit">
-                    <summary class="cursor-pointer text-sm" aria-label=edit_label>"Edit"</summary>
+                <EditPanel label=edit_label title=format!("Edit the connection “{}”", c.name) details=edit_form saved=edited>
                     <ActionForm action=actions.edit attr:class="flex flex-col gap-1 mt-1">
                         <input type="hidden" name="id" value=id_edit />
                         <label class="flex flex-col text-xs">
@@ -513,7 +507,7 @@ fn ConnectionRow(c: ConnectionView, actions: RowActions, live: Live, badges: Bad
                             </a>
                         </div>
                     </ActionForm>
-                </details>
+                </EditPanel>
             </td>
         </tr>
     }

@@ -15,7 +15,7 @@ use std::{collections::BTreeMap, time::Duration};
 use super::ServiceError;
 use crate::{
     db::connections,
-    resilience::concurrency::Level,
+    resilience::concurrency::{GateKey, Level},
     resilience::{breaker::BreakerState, engine::BreakerView, lockout::Lock},
     routing::registry::{LiveConnection, Snapshot},
     services::status::Status,
@@ -192,32 +192,17 @@ fn session_affinity(state: &AppState, snapshot: &Snapshot) -> SessionAffinityInf
 /// (`provider:connection[:model]`) of the connections that exist, by identity.
 fn queues(state: &AppState, snapshot: &Snapshot) -> BTreeMap<String, QueueInfo> {
     let info = |kind: &str, conn: &LiveConnection, model: Option<&str>| QueueInfo {
-        kind: kind.to_owned(),
         provider: conn.provider.id.to_owned(),
         connection_id: conn.id.clone(),
         connection: conn.name.clone(),
         model: model.map(str::to_owned),
-        queued: 0,
-        running: 0,
-        limit: 0,
-        paused_until: None,
+        ..blank(kind)
     };
     let gates = state.admission.concurrency.snapshot().into_iter().filter_map(|(key, counts)| {
         let counted =
             |base: QueueInfo| QueueInfo { queued: counts.queued, running: counts.running, limit: counts.limit, ..base };
         if key.level == Level::Global {
-            let global = QueueInfo {
-                kind: "concurrency".to_owned(),
-                provider: "*".to_owned(),
-                connection_id: String::new(),
-                connection: "all connections".to_owned(),
-                model: None,
-                queued: 0,
-                running: 0,
-                limit: 0,
-                paused_until: None,
-            };
-            return Some((key.to_string(), counted(global)));
+            return Some((key.to_string(), counted(global_gate())));
         }
         let conn = snapshot.connection(&key.connection_id)?;
         Some((key.to_string(), counted(info("concurrency", conn, key.model.as_deref()))))
@@ -237,7 +222,45 @@ fn queues(state: &AppState, snapshot: &Snapshot) -> BTreeMap<String, QueueInfo> 
         };
         Some((queue.id.clone(), info))
     });
-    gates.chain(rate_limits).collect()
+    let mut out: BTreeMap<String, QueueInfo> = gates.chain(rate_limits).collect();
+    // A gate is made at its first request, so after a restart a limit
+    // nobody has hit yet still shows, idle.
+    let global = state.resilience.current().request_queue.global_concurrent_requests;
+    let idle = |base: QueueInfo, limit: u32| QueueInfo { limit, ..base };
+    if let Some(cap) = u32::try_from(global).ok().filter(|c| *c > 0) {
+        out.entry(GateKey::global().to_string()).or_insert_with(|| idle(global_gate(), cap));
+    }
+    for conn in snapshot.all() {
+        if let Some(cap) = conn.limits.max_concurrent {
+            out.entry(GateKey::account(&conn.id).to_string())
+                .or_insert_with(|| idle(info("concurrency", conn, None), cap));
+        }
+        for (model, &cap) in &conn.limits.overrides.model_concurrency {
+            out.entry(GateKey::model(&conn.id, model).to_string())
+                .or_insert_with(|| idle(info("concurrency", conn, Some(model)), cap));
+        }
+    }
+    out
+}
+
+/// The row of `globalConcurrentRequests`' gate, nothing counted yet.
+fn global_gate() -> QueueInfo {
+    QueueInfo { provider: "*".to_owned(), connection: "all connections".to_owned(), ..blank("concurrency") }
+}
+
+/// A queue row with nothing counted yet.
+fn blank(kind: &str) -> QueueInfo {
+    QueueInfo {
+        kind: kind.to_owned(),
+        provider: String::new(),
+        connection_id: String::new(),
+        connection: String::new(),
+        model: None,
+        queued: 0,
+        running: 0,
+        limit: 0,
+        paused_until: None,
+    }
 }
 
 /// Resets breakers (one provider or all), their model lockouts and

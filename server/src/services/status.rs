@@ -110,9 +110,10 @@ impl Status {
         for (provider, c) in connection_health {
             let open = self.open_for(provider);
             match (open, c.total.saturating_sub(c.cooling_down + c.terminal)) {
-                (Some(ms), _) => {
-                    reasons.push(format!("{provider}: breaker OPEN, probing again in {}.", app::format::duration(ms)))
-                }
+                (Some(ms), _) => reasons.push(format!(
+                    "{provider}: breaker open, failing fast; probing again in {}.",
+                    app::format::duration(ms)
+                )),
                 (None, 0) => reasons.push(format!(
                     "{provider}: no eligible connection ({} cooling down, {} terminal).",
                     c.cooling_down, c.terminal
@@ -121,7 +122,7 @@ impl Status {
             }
         }
         for b in self.breakers.values().filter(|b| matches!(b.state, BreakerState::HalfOpen | BreakerState::Degraded)) {
-            reasons.push(format!("{}: breaker {}.", b.provider, b.state.as_str()));
+            reasons.push(format!("{}: breaker {}.", b.provider, app::format::breaker_state(b.state.as_str())));
         }
         let status = match () {
             _ if !connection_health.is_empty() && serving == 0 => "down",

@@ -4,6 +4,8 @@
 //! taken at start: a new build gets new URLs, so the files can be cached
 //! as `immutable` for a year, and a browser never pairs old JS with new
 //! wasm. Other versions are 404s.
+//! A release build stores each bundle file brotli- and gzip-compressed
+//! beside it (`cargo xtask build --release`), sent as they are.
 //! The favicon and robots.txt sit at the root, cached for a day.
 
 use axum::{
@@ -45,7 +47,11 @@ pub fn router(site_root: &Path, root: &str) -> Router {
         SetResponseHeaderLayer::overriding(header::CACHE_CONTROL, HeaderValue::from_static(value))
     };
     let bundle = Router::new()
-        .nest_service(&format!("{root}/pkg"), tower_http::services::ServeDir::new(site_root.join("pkg")))
+        .nest_service(
+            &format!("{root}/pkg"),
+            // A release build stores each file compressed beside it; others are compressed per request.
+            tower_http::services::ServeDir::new(site_root.join("pkg")).precompressed_br().precompressed_gzip(),
+        )
         .layer(cache(IMMUTABLE));
     let files = Router::new()
         .route_service("/favicon.svg", ServeFile::new(site_root.join("favicon.svg")))

@@ -65,6 +65,7 @@ pub fn router(state: &Arc<AppState>) -> Router {
     Router::new()
         .merge(pages)
         .layer(axum::middleware::from_fn(arguments_are_client_errors))
+        .layer(axum::middleware::from_fn(back_without_stale_outcome))
         .layer(from_fn_with_state(state.clone(), require_session))
         .merge(root_routes)
         .merge(assets)
@@ -104,6 +105,45 @@ async fn require_session(State(state): State<Arc<AppState>>, req: Request, next:
     let mut resp = (StatusCode::UNAUTHORIZED, format!("ServerError|{}", session::SIGNED_OUT)).into_response();
     resp.headers_mut().insert("serverfnerror", HeaderValue::from_static("1"));
     resp
+}
+
+/// A plain form post that succeeded goes back to its page (its Referer)
+/// without the last refusal in the address: no `?error=` banner and no
+/// refused settings card outlives a later success. server_fn sends a
+/// post back to the Referer's absolute URL (its query re-encoded); a
+/// refusal is sent to a path of its own.
+async fn back_without_stale_outcome(req: Request, next: Next) -> Response {
+    let back = req.uri().path().starts_with("/sfn/").then(|| req.headers().get(header::REFERER).cloned()).flatten();
+    let mut resp = next.run(req).await;
+    let page = |url: &str| url.split(['?', '#']).next().unwrap_or_default().to_owned();
+    let location = resp.headers().get(header::LOCATION).and_then(|l| l.to_str().ok());
+    let going_back = match (back.as_ref().and_then(|b| b.to_str().ok()), location) {
+        (Some(back), Some(location)) => page(back) == page(location),
+        _ => false,
+    };
+    let clean = location.filter(|_| going_back).and_then(without_outcome).and_then(|u| HeaderValue::from_str(&u).ok());
+    if let Some(clean) = clean {
+        resp.headers_mut().insert(header::LOCATION, clean);
+    }
+    resp
+}
+
+/// `url` without the query parameters that carry a refusal (`error`, and
+/// a settings card's `refused` and `f.<path>`); `None` when it has none.
+fn without_outcome(url: &str) -> Option<String> {
+    use app::pages::settings::card::{REFUSED, TYPED};
+    let base = url.split_once('#').map_or(url, |(base, _)| base);
+    let (path, query) = base.split_once('?')?;
+    let stale = |pair: &&str| {
+        let key = pair.split_once('=').map_or(*pair, |(k, _)| k);
+        key == "error" || key == REFUSED || key.starts_with(TYPED)
+    };
+    let pairs: Vec<&str> = query.split('&').collect();
+    if !pairs.iter().any(stale) {
+        return None;
+    }
+    let kept: Vec<&str> = pairs.into_iter().filter(|p| !stale(p)).collect();
+    Some(if kept.is_empty() { path.to_owned() } else { format!("{path}?{}", kept.join("&")) })
 }
 
 /// Bodies a server function could not decode are the caller's mistake:
@@ -150,4 +190,20 @@ async fn root(State(state): State<Arc<AppState>>, req: Request) -> Redirect {
         return Redirect::to("/login");
     }
     Redirect::to(crate::services::onboarding::landing(&state))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_outcome;
+
+    #[test]
+    fn going_back_drops_only_a_refusals_parameters() {
+        let refused =
+            "http://gw/settings/resilience?refused=session-affinity&f.sessionAffinityTtlMs=25%20h#session-affinity";
+        assert_eq!(without_outcome(refused).as_deref(), Some("http://gw/settings/resilience"));
+        let mixed = "http://gw/logs?provider=openai&error=Not+found&window=24h";
+        assert_eq!(without_outcome(mixed).as_deref(), Some("http://gw/logs?provider=openai&window=24h"));
+        assert_eq!(without_outcome("http://gw/logs?provider=openai"), None);
+        assert_eq!(without_outcome("http://gw/keys"), None);
+    }
 }

@@ -1,8 +1,11 @@
-//! One settings card: the current values, and behind Edit a form that the
-//! shared rules validate on every keystroke (Save stays disabled and the
-//! field says why while the draft is invalid). Save PATCHes exactly this
-//! card's fields; the server's field errors, if any, show at the fields.
-//! Without JS the form is a plain post and Cancel a plain reset.
+//! One settings card, folded to its title and a line of its values; open,
+//! what it does, the values, and behind Edit a form that the shared rules
+//! validate on every keystroke (Save stays disabled and the field says
+//! why while the draft is invalid). Save PATCHes exactly this card's
+//! fields; the server's field errors, if any, show at the fields.
+//! Without JS the form is a plain post and Cancel a plain reset; a post
+//! the server refuses comes back with what was typed (`?refused=<card>`
+//! and `f.<path>=<text>`), the card open at the fields to correct.
 
 use leptos::{html, prelude::*};
 use std::collections::BTreeMap;
@@ -36,6 +39,37 @@ fn initial_values(card: &Card, settings: &ResilienceSettings) -> BTreeMap<String
     values
 }
 
+/// The query parameter naming the card whose plain form post was refused.
+pub const REFUSED: &str = "refused";
+/// The prefix of the query parameters carrying what was typed in it.
+pub const TYPED: &str = "f.";
+
+/// What was typed in this card's form, when the server refused its plain
+/// form post: the form values of the `editable` fields (an unchecked box
+/// is absent from a post, so it reads empty: off).
+fn refused_draft(
+    card: &Card,
+    editable: &[(&str, FieldKind)],
+    initial: &BTreeMap<String, String>,
+) -> Option<BTreeMap<String, String>> {
+    use leptos_router::hooks::use_query_map;
+    let query = use_query_map().get_untracked();
+    (query.get(REFUSED).as_deref() == Some(card.id)).then(|| {
+        let mine = |key: &str| editable.iter().any(|(path, _)| key == *path || key.starts_with(&format!("{path}.")));
+        let mut draft: BTreeMap<String, String> =
+            initial.iter().filter(|(k, _)| !mine(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
+        for (path, _) in editable {
+            draft.insert((*path).to_owned(), String::new());
+        }
+        for (key, value) in query.latest_values() {
+            if let Some(path) = key.strip_prefix(TYPED).filter(|k| mine(k)) {
+                draft.insert(path.to_owned(), value.to_owned());
+            }
+        }
+        draft
+    })
+}
+
 /// Whether `error` belongs to `field` (itself or an item of it).
 fn belongs(error: &FieldError, field: &str) -> bool {
     error.field == field || error.field.strip_prefix(field).is_some_and(|rest| rest.starts_with('.'))
@@ -49,11 +83,19 @@ pub fn SettingsCard(
     /// Show "Reset to defaults" (fills the form; Save applies it).
     #[prop(optional)]
     resettable: bool,
+    /// Start unfolded (the page's only card).
+    #[prop(optional)]
+    open: bool,
 ) -> impl IntoView {
     let initial = initial_values(card, &view.settings);
     let builtin = initial_values(card, &ResilienceSettings::default());
-    let draft = RwSignal::new(initial.clone());
     let editable = card.editable(&view);
+    let refused = refused_draft(card, &editable, &initial);
+    let was_refused = refused.is_some();
+    // A save reloads the cards: the one just saved stays open, saying so.
+    let just_saved = save.value().with_untracked(|v| matches!(v, Some(Ok(s)) if s.card == card.id));
+    let open = open || was_refused || just_saved;
+    let draft = RwSignal::new(refused.unwrap_or_else(|| initial.clone()));
     let (settings, env) = (view.settings.clone(), view.env.clone());
     let client_errors = Memo::new(move |_| {
         draft.with(|values| match form_to_patch(&editable, values) {
@@ -82,6 +124,10 @@ pub fn SettingsCard(
     };
     let saved = move || save.value().with(|v| matches!(v, Some(Ok(s)) if s.card == card.id && s.errors.is_empty()));
     let details = NodeRef::<html::Details>::new();
+    // Save is held back while the draft is invalid only where the checks
+    // run as it is typed: without JS a corrected value must still post.
+    let live = RwSignal::new(false);
+    Effect::new(move |_| live.set(true));
     let reset_to = {
         let initial = initial.clone();
         move |values: Option<BTreeMap<String, String>>| {
@@ -101,15 +147,28 @@ pub fn SettingsCard(
     let defaults = move |_| reset_to(Some(initial_values(card, &ResilienceSettings::default())));
     let view = StoredValue::new(view);
     view! {
-        <section class="mb-6 bg-white p-4 rounded-md shadow-sm" data-card=card.id>
-            <h2 class="font-semibold">{card.title}</h2>
-            <p class="text-sm text-slate-600 mb-3">{card.explain}</p>
+        <details class="mb-3 bg-white p-4 rounded-md shadow-sm group" data-card=card.id id=card.id open=open>
+            <summary class="cursor-pointer">
+                <h2 class="font-semibold inline">{card.title}</h2>
+                <p class="text-sm text-slate-600 truncate group-open:hidden" data-testid="card-line">
+                    {one_line(card, &initial)}
+                </p>
+            </summary>
+            <p class="text-sm text-slate-600 my-3">{card.explain}</p>
             <Summary card initial=initial.clone() />
             {move || saved().then(|| view! { <p role="status" class="text-sm text-green-700">"Saved."</p> })}
-            <details node_ref=details class="mt-3">
+            <details node_ref=details class="mt-3" open=was_refused>
                 <summary class="cursor-pointer text-sm text-indigo-700 font-medium">"Edit"</summary>
                 <ActionForm action=save attr:class="mt-3 flex flex-col gap-3" attr:novalidate=true>
                     <input type="hidden" name="card" value=card.id />
+                    {was_refused
+                        .then(|| {
+                            view! {
+                                <p role="alert" class="text-sm p-2 rounded-md bg-red-100 text-red-800">
+                                    "Not saved: correct the marked fields and save again."
+                                </p>
+                            }
+                        })}
                     <div class="grid grid-cols-3 gap-3">
                         {card
                             .fields
@@ -131,7 +190,7 @@ pub fn SettingsCard(
                         <button
                             type="submit"
                             class="px-3 py-1 rounded-md bg-indigo-600 text-white disabled:opacity-50"
-                            disabled=move || !client_errors.with(Vec::is_empty) || save.pending().get()
+                            disabled=move || live.get() && (!client_errors.with(Vec::is_empty) || save.pending().get())
                         >
                             "Save"
                         </button>
@@ -149,7 +208,7 @@ pub fn SettingsCard(
                     </div>
                 </ActionForm>
             </details>
-        </section>
+        </details>
     }
 }
 
@@ -162,26 +221,33 @@ fn Summary(card: &'static Card, initial: BTreeMap<String, String>) -> impl IntoV
                 .fields
                 .iter()
                 .map(|f| {
-                    let shown = match f.kind {
-                        FieldKind::Rules => {
-                            let n = rule_rows(f.path, &initial).saturating_sub(1);
-                            format!("{n} rule(s)")
-                        }
-                        FieldKind::Bool => {
-                            if initial.get(f.path).is_some_and(|v| v == "true") { "on" } else { "off" }.into()
-                        }
-                        _ => match initial.get(f.path).map(String::as_str) {
-                            None | Some("") => "—".into(),
-                            Some(v) if is_duration(f.path) => v.parse().map_or_else(|_| v.to_owned(), human_ms),
-                            Some(v) => v.to_owned(),
-                        },
-                    };
                     view! {
                         <dt class="text-slate-600">{f.label}</dt>
-                        <dd class="font-mono" data-value=f.path>{shown}</dd>
+                        <dd class="font-mono" data-value=f.path>{shown(f, &initial)}</dd>
                     }
                 })
                 .collect_view()}
         </dl>
     }
+}
+
+/// A saved value as the card shows it.
+fn shown(f: &Field, initial: &BTreeMap<String, String>) -> String {
+    match f.kind {
+        FieldKind::Rules => {
+            let n = rule_rows(f.path, initial).saturating_sub(1);
+            format!("{n} rule(s)")
+        }
+        FieldKind::Bool => if initial.get(f.path).is_some_and(|v| v == "true") { "on" } else { "off" }.into(),
+        _ => match initial.get(f.path).map(String::as_str) {
+            None | Some("") => "—".into(),
+            Some(v) if is_duration(f.path) => v.parse().map_or_else(|_| v.to_owned(), human_ms),
+            Some(v) => v.to_owned(),
+        },
+    }
+}
+
+/// The folded card's line: each value after its label.
+fn one_line(card: &Card, initial: &BTreeMap<String, String>) -> String {
+    card.fields.iter().map(|f| format!("{} {}", f.label, shown(f, initial))).collect::<Vec<_>>().join(" · ")
 }

@@ -85,8 +85,9 @@ pub fn FieldInput(
             if e.wins { format!("set by env {}", e.variable) } else { format!("default from env {}", e.variable) };
         view! { <span class="text-xs text-amber-800 bg-amber-50 px-1 rounded" data-env=e.variable>{text}</span> }
     });
-    let start = initial.get(path).cloned().unwrap_or_default();
-    let saved = start.clone();
+    // The draft starts as the saved values, or as what a refused plain post typed.
+    let start = draft.with_untracked(|d| d.get(path).cloned()).unwrap_or_default();
+    let saved = initial.get(path).cloned().unwrap_or_default();
     let control = match field.kind {
         FieldKind::Int | FieldKind::OptInt | FieldKind::TextList | FieldKind::Text => view! {
             <input
@@ -122,7 +123,7 @@ pub fn FieldInput(
             select(path, draft, &start, pinned, &options)
         }
         FieldKind::Codes => view! { <CodeChips path draft start /> }.into_any(),
-        FieldKind::Rules => view! { <RulesEditor path draft initial /> }.into_any(),
+        FieldKind::Rules => view! { <RulesEditor path draft start=draft.get_untracked() /> }.into_any(),
     };
     let wide = matches!(field.kind, FieldKind::Codes | FieldKind::Rules);
     view! {
@@ -246,7 +247,7 @@ fn CodeChips(path: &'static str, draft: Draft, start: String) -> impl IntoView {
 /// The operator rule list: one row per rule, the last row blank for a new
 /// one; rows are keyed by index so typing never re-creates an input.
 #[component]
-fn RulesEditor(path: &'static str, draft: Draft, initial: BTreeMap<String, String>) -> impl IntoView {
+fn RulesEditor(path: &'static str, draft: Draft, start: BTreeMap<String, String>) -> impl IntoView {
     let rows = Memo::new(move |_| draft.with(|d| rule_rows(path, d)));
     let key = move |i: usize, col: &str| format!("{path}.{i}.{col}");
     let add_row = move |_| {
@@ -270,10 +271,10 @@ fn RulesEditor(path: &'static str, draft: Draft, initial: BTreeMap<String, Strin
             }
         });
     };
-    let initial = StoredValue::new(initial);
+    let start_values = StoredValue::new(start);
     let cell = move |i: usize, col: &'static str| {
         let k = key(i, col);
-        let start = initial.with_value(|m| m.get(&k).cloned().unwrap_or_default());
+        let start = start_values.with_value(|m| m.get(&k).cloned().unwrap_or_default());
         let (k_read, k_write) = (k.clone(), k.clone());
         let on_input = move |ev: leptos::ev::Event| write(draft, &k_write, event_target_value(&ev));
         let value = move || read(draft, &k_read);

@@ -1,7 +1,7 @@
 //! Settings → Resilience and Settings → Model Lockout: one card per group
 //! of the shared [`ResilienceSettings`](crate::types::settings::ResilienceSettings).
 
-mod card;
+pub mod card;
 pub mod cards;
 mod inputs;
 mod model_cooldowns;
@@ -37,15 +37,19 @@ pub fn SettingsCards(cards: &'static [Card], #[prop(optional)] resettable: bool)
         }
     });
     let data = Resource::new(move || saves.get(), |_| get_resilience());
+    // A page of one card shows it open; a page of several, folded under
+    // their contents.
+    let open = cards.len() == 1;
     view! {
         {action_error(save)}
+        {(!open).then(|| view! { <Contents cards /> })}
         <Transition fallback=Loading>
                 {move || Suspend::new(async move {
                     match data.await {
                         Ok(view) => {
                             cards
                                 .iter()
-                                .map(|card| view! { <SettingsCard card view=view.clone() save resettable /> })
+                                .map(|card| view! { <SettingsCard card view=view.clone() save resettable open /> })
                                 .collect_view()
                                 .into_any()
                         }
@@ -53,6 +57,21 @@ pub fn SettingsCards(cards: &'static [Card], #[prop(optional)] resettable: bool)
                     }
                 })}
         </Transition>
+    }
+}
+
+/// The page's table of contents: a link to each card.
+#[component]
+fn Contents(cards: &'static [Card]) -> impl IntoView {
+    view! {
+        <nav aria-label="Sections" class="mb-4 text-sm">
+            <ul class="flex flex-wrap gap-x-4 gap-y-1">
+                {cards
+                    .iter()
+                    .map(|c| view! { <li><a href=format!("#{}", c.id) class="text-indigo-700">{c.title}</a></li> })
+                    .collect_view()}
+            </ul>
+        </nav>
     }
 }
 

@@ -70,7 +70,8 @@ fn parse(kind: FieldKind, duration: bool, text: &str) -> Result<Value, String> {
     }
 }
 
-/// The form text of each field, from the current settings document.
+/// The form text of each field, from the current settings document:
+/// durations in their largest exact unit.
 pub fn form_values(fields: &[(&str, FieldKind)], doc: &Value) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for &(path, kind) in fields {
@@ -81,6 +82,9 @@ pub fn form_values(fields: &[(&str, FieldKind)], doc: &Value) -> BTreeMap<String
                     out.insert(format!("{path}.{i}.{key}"), text_of(value));
                 }
             }
+        } else if let (true, Some(ms)) = (is_duration(path), v.as_u64()) {
+            // A duration reads in its largest exact unit ("2 h"), and may be typed in any.
+            out.insert(path.to_owned(), human_ms(ms));
         } else {
             out.insert(path.to_owned(), text_of(v));
         }

@@ -37,21 +37,29 @@ trait Walker {
     fn text(&mut self, field: &str, value: &mut String, problem: impl Fn(&str) -> Option<String>);
 }
 
+/// A bound as the field's input reads: a duration in its largest exact
+/// unit (`10 min`, as it may be typed), anything else as a number.
+fn shown(field: &str, n: u64) -> String {
+    if super::is_duration(field) { super::human_ms(n) } else { n.to_string() }
+}
+
 /// Reports violations.
 struct Check(Errors);
 
 impl Walker for Check {
     fn range(&mut self, field: &str, value: &mut u64, min: u64, max: u64) {
-        self.0.range(field, *value as i64, min as i64, max as i64);
+        if *value < min || *value > max {
+            self.0.push(field, format!("must be between {} and {}", shown(field, min), shown(field, max)));
+        }
     }
     fn at_least(&mut self, field: &str, value: &mut u64, floor: u64, other: &str) {
         if *value < floor {
-            self.0.push(field, format!("must be at least {other} ({floor})"));
+            self.0.push(field, format!("must be at least {other} ({})", shown(field, floor)));
         }
     }
     fn below(&mut self, field: &str, value: &mut u64, ceiling: u64, other: &str) {
         if *value >= ceiling {
-            self.0.push(field, format!("must be less than {other} ({ceiling})"));
+            self.0.push(field, format!("must be less than {other} ({})", shown(field, ceiling)));
         }
     }
     fn items<T>(&mut self, field: &str, items: &mut Vec<T>, problem: impl Fn(&T) -> Option<String>) {

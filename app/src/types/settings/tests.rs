@@ -498,6 +498,7 @@ fn form_text_round_trips_through_a_patch() {
     let mut values = form_values(&LOCKOUT_FORM, &doc);
     assert_eq!(values["modelLockout.errorCodes"], "403, 404, 429, 502, 503, 504");
     assert_eq!(values["modelLockout.enabled"], "false");
+    assert_eq!(values["modelLockout.baseCooldownMs"], "2 min");
     values.insert("modelLockout.enabled".into(), "true".into());
     values.insert("modelLockout.errorCodes".into(), "429 503".into());
     let patch = form_to_patch(&LOCKOUT_FORM, &values).unwrap();
