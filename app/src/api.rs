@@ -107,6 +107,13 @@ pub async fn get_catalog() -> Result<Vec<CatalogEntry>, ServerFnError> {
     Ok(ssr::backend()?.catalog())
 }
 
+/// What a combo target may name: the providers with an active connection
+/// and the models each serves (as `GET /v1/models` lists them).
+#[server(prefix = "/sfn", output = Answer, endpoint = "served_models")]
+pub async fn get_served_models() -> Result<Vec<CatalogEntry>, ServerFnError> {
+    Ok(ssr::backend()?.served_models())
+}
+
 #[server(prefix = "/sfn", output = Answer, endpoint = "connections")]
 pub async fn get_connections() -> Result<ConnectionList, ServerFnError> {
     ssr::backend()?.list_connections().await.map_err(|e| ssr::fail("/providers", e))

@@ -75,6 +75,9 @@ pub trait Backend: Send + Sync + 'static {
     /// Ends the session of this `Cookie` header; the clearing `Set-Cookie`.
     async fn logout(&self, cookie_header: Option<&str>) -> BackendResult<String>;
     fn catalog(&self) -> Vec<CatalogEntry>;
+    /// The providers with an active connection, each with the models it
+    /// serves (the catalog's and those its connections' tests found).
+    fn served_models(&self) -> Vec<CatalogEntry>;
     async fn list_connections(&self) -> BackendResult<ConnectionList>;
     async fn create_connection(&self, input: CreateConnection) -> BackendResult<ConnectionView>;
     async fn update_connection(&self, id: &str, input: UpdateConnection) -> BackendResult<ConnectionView>;

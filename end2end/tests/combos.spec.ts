@@ -167,3 +167,38 @@ test('Combos: a fusion combo with a judge and a pipeline with step prompts, made
   await expect(page.getByRole('alert')).toContainText('targets.0.prompt');
   await expect(chain.getByTestId('strategy')).toHaveText('pipeline');
 });
+
+test('the model picker offers what the connections serve, tests included, and strategies come grouped', async ({ page }) => {
+  await login(page);
+  // A custom upstream's models are known only from its connection's test.
+  const resp = await page.request.post('/api/providers', {
+    data: { provider: 'openai-compatible', name: 'picker-custom', apiKey: 'sk-picker', baseUrl: `${FAKE}/v1` },
+  });
+  expect(resp.status(), await resp.text()).toBe(201);
+  const id = (await resp.json()).connection.id;
+  expect((await page.request.post(`/api/providers/${id}/test`, { data: {} })).status()).toBe(200);
+  const key = (await (await page.request.post('/api/keys', { data: { name: `picker-${Date.now()}` } })).json()).key;
+  const listed: { id: string; owned_by: string }[] = (
+    await (await page.request.get('/v1/models', { headers: { Authorization: `Bearer ${key}` } })).json()
+  ).data;
+  const served = listed.filter((m) => m.owned_by !== 'combo' && m.owned_by !== 'alias').map((m) => m.id);
+  expect(served).toContain('openai-compatible/fake-model-mini');
+
+  await page.goto('/combos');
+  await hydrated(page);
+  const form = page.getByTestId('create-combo');
+  const picker = form.getByTestId('target-picker').getByLabel('Pick a model');
+  await expect(picker.locator('optgroup[label="Combos"]')).toBeAttached();
+  const offered = await picker.locator('optgroup:not([label="Combos"]) option').evaluateAll((os) =>
+    os.map((o) => (o as HTMLOptionElement).value),
+  );
+  // Exactly what /v1/models lists: no catalog model of a provider without a connection.
+  expect(offered.sort()).toEqual([...served].sort());
+  await expect(page.getByTestId('known-models')).toContainText('openai-compatible/fake-model-mini');
+
+  const strategy = form.getByLabel('Strategy');
+  const groups = await strategy.locator('optgroup').evaluateAll((gs) => gs.map((g) => g.getAttribute('label')));
+  expect(groups).toEqual(['Simple order', 'Spread load', 'Use quota well', 'Multi-model']);
+  await expect(strategy.locator('option:checked')).toHaveText('priority (recommended)');
+  await expect(strategy.locator('option')).toHaveCount(20);
+});

@@ -8,8 +8,8 @@ use leptos::prelude::*;
 
 use crate::{
     api::{
-        DeleteAlias, DeleteCombo, SaveAlias, SaveCombo, get_aliases, get_catalog, get_combo_status, get_combos,
-        get_connections,
+        DeleteAlias, DeleteCombo, SaveAlias, SaveCombo, get_aliases, get_combo_status, get_combos, get_connections,
+        get_served_models,
     },
     components::{
         CONFIRM_BUTTON, Confirm, Countdown, EditPanel, LastError, Layout, LoadFailed, Loading, REFRESH_TICKS,
@@ -36,9 +36,9 @@ pub fn CombosPage() -> impl IntoView {
     let tick = use_ticker(std::time::Duration::from_secs(1));
     let status = Resource::new(move || (tick.get() / REFRESH_TICKS, save.version().get()), |_| get_combo_status());
     let live = Live { status, tick };
-    let catalog = Resource::new(|| (), |_| get_catalog());
+    let served = Resource::new(|| (), |_| get_served_models());
     let connections = Resource::new(|| (), |_| get_connections());
-    provide_context(Picks { catalog, connections, combos });
+    provide_context(Picks { served, connections, combos });
     let save_alias = ServerAction::<SaveAlias>::new();
     let delete_alias = ServerAction::<DeleteAlias>::new();
     let aliases = Resource::new(move || (save_alias.version().get(), delete_alias.version().get()), |_| get_aliases());
@@ -90,7 +90,7 @@ pub fn CombosPage() -> impl IntoView {
             </section>
             <Transition fallback=Loading>
                 {move || Suspend::new(async move {
-                    let entries = catalog.await.unwrap_or_default();
+                    let entries = served.await.unwrap_or_default();
                     view! { <KnownModels entries /> }
                 })}
             </Transition>
@@ -103,7 +103,7 @@ pub fn CombosPage() -> impl IntoView {
 fn ComboForm(combo: Option<Combo>, save: ServerAction<SaveCombo>) -> impl IntoView {
     let editing = combo.is_some();
     let name = combo.as_ref().map(|c| c.name.clone());
-    let current = combo.as_ref().map_or(Strategy::Priority, |c| c.strategy);
+    let current = combo.as_ref().map_or(Strategy::RECOMMENDED, |c| c.strategy);
     let lines = combo.as_ref().map(|c| format_targets(&c.targets)).unwrap_or_default();
     let text = |n: Option<u64>| n.map(|n| n.to_string()).unwrap_or_default();
     let cfg = combo.as_ref().map(|c| c.config.clone()).unwrap_or_default();
@@ -170,9 +170,22 @@ fn ComboForm(combo: Option<Combo>, save: ServerAction<SaveCombo>) -> impl IntoVi
                             }
                         }
                     >
-                        {Strategy::ALL
+                        {Strategy::GROUPS
                             .into_iter()
-                            .map(|s| view! { <option value=s.as_str() selected=s == current>{s.as_str()}</option> })
+                            .map(|(group, strategies)| {
+                                let options = strategies
+                                    .iter()
+                                    .map(|&s| {
+                                        let label = if s == Strategy::RECOMMENDED {
+                                            format!("{} (recommended)", s.as_str())
+                                        } else {
+                                            s.as_str().to_owned()
+                                        };
+                                        view! { <option value=s.as_str() selected=s == current>{label}</option> }
+                                    })
+                                    .collect_view();
+                                view! { <optgroup label=group>{options}</optgroup> }
+                            })
                             .collect_view()}
                     </select>
                 </label>
@@ -254,14 +267,15 @@ fn ConfigInput(
 /// the live connections a target may be pinned to.
 #[derive(Clone, Copy)]
 struct Picks {
-    catalog: Resource<Result<Vec<CatalogEntry>, ServerFnError>>,
+    /// The models the connections serve, by provider.
+    served: Resource<Result<Vec<CatalogEntry>, ServerFnError>>,
     connections: Resource<Result<ConnectionList, ServerFnError>>,
     combos: Resource<Result<crate::types::combo::ComboList, ServerFnError>>,
 }
 
-/// Adds a target line to the targets text from pickers: a model of the
-/// catalog (or a combo), optionally one live connection of its provider
-/// and a weight. Needs JavaScript; the text itself works without.
+/// Adds a target line to the targets text from pickers: a model the
+/// connections serve (or a combo), optionally one live connection of its
+/// provider and a weight. Needs JavaScript; the text itself works without.
 #[component]
 fn TargetPicker(typed: RwSignal<String>, problem: RwSignal<Option<String>>) -> impl IntoView {
     let picks = expect_context::<Picks>();
@@ -300,7 +314,7 @@ fn TargetPicker(typed: RwSignal<String>, problem: RwSignal<Option<String>>) -> i
                     <option value="">"choose…"</option>
                     <Transition fallback=|| ()>
                         {move || Suspend::new(async move {
-                            let catalog = picks.catalog.await.unwrap_or_default();
+                            let catalog = picks.served.await.unwrap_or_default();
                             let combos = picks.combos.await.map(|l| l.combos).unwrap_or_default();
                             view! {
                                 {catalog
@@ -501,9 +515,9 @@ fn settings_summary(c: &Combo) -> String {
 fn KnownModels(entries: Vec<CatalogEntry>) -> impl IntoView {
     view! {
         <details class="bg-white p-4 rounded-md shadow-sm" data-testid="known-models">
-            <summary class="cursor-pointer font-semibold">"Models you can name in targets"</summary>
+            <summary class="cursor-pointer font-semibold">"Models your connections serve"</summary>
             <p class="text-xs text-slate-600 mt-1">
-                "Any provider/model works for providers that pass model ids through; these are the ones the catalog knows. A target only runs while its provider has an active connection (Providers)."
+                "The catalog's models of each provider with an active connection, and the models its connections' tests found (as GET /v1/models lists them). Providers that pass model ids through take any other id too; add a connection on Providers to use another provider."
             </p>
             <ul class="mt-2 text-xs font-mono columns-2">
                 {entries

@@ -124,6 +124,38 @@ impl Strategy {
         }
     }
 
+    /// The strategies by what they are for, as the dashboard offers them.
+    pub const GROUPS: [(&'static str, &'static [Self]); 4] = [
+        ("Simple order", &[Self::Priority, Self::FillFirst, Self::Lkgp, Self::CostOptimized, Self::ContextOptimized]),
+        (
+            "Spread load",
+            &[
+                Self::Weighted,
+                Self::RoundRobin,
+                Self::Random,
+                Self::StrictRandom,
+                Self::LeastUsed,
+                Self::P2c,
+                Self::Auto,
+            ],
+        ),
+        (
+            "Use quota well",
+            &[
+                Self::ResetWindow,
+                Self::ResetAware,
+                Self::Headroom,
+                Self::QuotaWeighted,
+                Self::CacheOptimized,
+                Self::ContextRelay,
+            ],
+        ),
+        ("Multi-model", &[Self::Fusion, Self::Pipeline]),
+    ];
+
+    /// What a new combo starts with: the order you list.
+    pub const RECOMMENDED: Self = Self::Priority;
+
     /// Whether a request to such a combo makes several calls (fusion's
     /// panel and judge, pipeline's steps) instead of one attempt loop.
     pub fn is_multi_call(self) -> bool {

@@ -5,17 +5,15 @@
 
 use axum::{Json, extract::State};
 use serde_json::{Value, json};
-use std::{collections::HashSet, sync::Arc};
+use std::sync::Arc;
 
 use crate::state::AppState;
 
 pub async fn list(State(state): State<Arc<AppState>>) -> Json<Value> {
     let snapshot = state.routing.connections.snapshot();
     let mut data: Vec<Value> = Vec::new();
-    for p in snapshot.active_providers() {
-        let discovered = snapshot.candidates(p.id).iter().flat_map(|c| c.discovered_models.iter().map(String::as_str));
-        let mut seen = HashSet::new();
-        for m in p.models.iter().copied().chain(discovered).filter(|m| seen.insert(*m)) {
+    for (p, models) in snapshot.served_models() {
+        for m in models {
             data.push(json!({"id": format!("{}/{m}", p.id), "object": "model", "created": 0, "owned_by": p.id}));
         }
     }

@@ -279,6 +279,20 @@ impl Snapshot {
     pub fn active_providers(&self) -> impl Iterator<Item = &'static Provider> + '_ {
         catalog::all().iter().filter(|p| self.by_provider.contains_key(p.id))
     }
+
+    /// The models each provider with an active connection serves: the
+    /// catalog's, then those its connections' last passing tests listed
+    /// (the only source for a custom upstream), each once.
+    pub fn served_models(&self) -> Vec<(&'static Provider, Vec<&str>)> {
+        self.active_providers()
+            .map(|p| {
+                let discovered =
+                    self.candidates(p.id).iter().flat_map(|c| c.discovered_models.iter().map(String::as_str));
+                let mut seen = std::collections::HashSet::new();
+                (p, p.models.iter().copied().chain(discovered).filter(|m| seen.insert(*m)).collect())
+            })
+            .collect()
+    }
 }
 
 #[derive(Default)]

@@ -81,6 +81,15 @@ impl Backend for WebBackend {
         catalog::all().iter().map(|p| p.entry()).collect()
     }
 
+    fn served_models(&self) -> Vec<CatalogEntry> {
+        let snapshot = self.state.routing.connections.snapshot();
+        let served = snapshot.served_models();
+        served
+            .into_iter()
+            .map(|(p, models)| CatalogEntry { models: models.into_iter().map(str::to_owned).collect(), ..p.entry() })
+            .collect()
+    }
+
     async fn list_connections(&self) -> BackendResult<ConnectionList> {
         services::connections::list(&self.state, None).await.map_err(err)
     }

@@ -149,3 +149,13 @@ fn every_strategy_round_trips_by_its_name() {
         assert!(!s.explain().is_empty());
     }
 }
+
+#[test]
+fn the_groups_offer_every_strategy_once() {
+    let mut offered: Vec<&str> = Strategy::GROUPS.iter().flat_map(|(_, s)| s.iter().map(|s| s.as_str())).collect();
+    let mut all: Vec<&str> = Strategy::ALL.iter().map(|s| s.as_str()).collect();
+    offered.sort_unstable();
+    all.sort_unstable();
+    assert_eq!(offered, all);
+    assert_eq!(Strategy::GROUPS[0].1[0], Strategy::RECOMMENDED);
+}
