@@ -1,5 +1,12 @@
-import { test, expect, Page } from '@playwright/test';
+import { test, expect, Locator, Page } from '@playwright/test';
 import { FAKE, hydrated, login } from './helpers';
+
+/** The targets as text, unfolded (the rows edit them with JavaScript). */
+async function targetsText(form: Locator) {
+  const text = form.getByTestId('targets-text');
+  if (!(await text.evaluate((d) => (d as HTMLDetailsElement).open))) await text.locator('summary').click();
+  return form.getByLabel(/^Targets, in order/);
+}
 
 async function addConnection(page: Page, provider: string, name: string, apiKey: string) {
   const resp = await page.request.post('/api/providers', {
@@ -20,7 +27,7 @@ test('Combos: create with weights (refusing a bad line as typed), route traffic,
   await form.getByLabel('Name (the model clients send)').fill('e2e-split');
   await form.getByLabel('Strategy').selectOption('weighted');
   await expect(form.getByTestId('strategy-explain')).toContainText('drawn by weight');
-  const targets = form.getByLabel(/^Targets, in order/);
+  const targets = await targetsText(form);
   await targets.fill('agentrouter/fake-a 90\nopencode-go/ 10');
   await expect(form.locator('[data-field-error="targets"]')).toHaveText(
     "line 2: start with provider/model or a combo's name, e.g. openai/gpt-4o 90",
@@ -67,7 +74,7 @@ test('Combos: create with weights (refusing a bad line as typed), route traffic,
   expect(saved.targets[0]).toEqual({ model: 'agentrouter/fake-a', weight: 90 });
   // A taken name is refused on create, with the field named.
   await form.getByLabel('Name (the model clients send)').fill('e2e-split');
-  await form.getByLabel(/^Targets, in order/).fill('agentrouter/fake-a');
+  await (await targetsText(form)).fill('agentrouter/fake-a');
   await form.getByRole('button', { name: 'Create' }).click();
   await expect(page.getByRole('alert')).toContainText('a combo named e2e-split exists');
   // An alias for the combo routes like it; a taken name is refused.
@@ -134,7 +141,9 @@ test('Combos: a fusion combo with a judge and a pipeline with step prompts, made
   await expect(retries).toHaveAttribute('aria-invalid', 'true');
   await retries.fill('2');
   await expect(form.locator('[data-field-error]')).toHaveCount(0);
-  await form.getByLabel(/^Targets, in order/).fill('agentrouter/fake-a | Draft it.\nopencode-go/fake-b | Polish it.');
+  await (await targetsText(form)).fill('agentrouter/fake-a | Draft it.\nopencode-go/fake-b | Polish it.');
+  // The rows show each step's prompt under a pipeline.
+  await expect(form.getByLabel('Prompt of opencode-go/fake-b')).toHaveValue('Polish it.');
   await form.getByRole('button', { name: 'Create' }).click();
   const chain = page.locator('[data-combo="e2e-chain"]');
   await expect(chain.getByTestId('targets')).toHaveText('agentrouter/fake-a | Draft it.\nopencode-go/fake-b | Polish it.');
@@ -201,4 +210,24 @@ test('the model picker offers what the connections serve, tests included, and st
   expect(groups).toEqual(['Simple order', 'Spread load', 'Use quota well', 'Multi-model']);
   await expect(strategy.locator('option:checked')).toHaveText('priority (recommended)');
   await expect(strategy.locator('option')).toHaveCount(20);
+
+  // Targets are rows: added from the picker, weighed, moved and removed in place; the text follows.
+  await expect(form.getByTestId('targets-text')).not.toHaveAttribute('open', /.*/);
+  const add = form.getByTestId('target-picker');
+  for (const model of ['openai-compatible/fake-model', 'openai-compatible/fake-model-mini', 'openai-compatible/gpt-4o-mini']) {
+    await add.getByLabel('Pick a model').selectOption(model);
+    await add.getByRole('button', { name: 'Add target' }).click();
+  }
+  const rows = form.getByTestId('target-rows');
+  await expect(rows.locator('tbody tr')).toHaveCount(3);
+  await rows.getByLabel('Weight of openai-compatible/fake-model-mini').fill('70');
+  await rows.getByLabel('Weight of openai-compatible/fake-model-mini').blur();
+  await rows.getByLabel('Connection of openai-compatible/fake-model-mini').selectOption({ label: 'picker-custom (openai-compatible)' });
+  await rows.getByRole('button', { name: 'Move openai-compatible/fake-model-mini up' }).click();
+  await rows.getByRole('button', { name: 'Remove openai-compatible/gpt-4o-mini' }).click();
+  await expect(rows.locator('tbody tr td:first-child')).toHaveText(['openai-compatible/fake-model-mini', 'openai-compatible/fake-model']);
+  await expect(form.getByLabel(/^Targets, in order/)).toHaveValue(
+    `openai-compatible/fake-model-mini 70 @${id}\nopenai-compatible/fake-model`,
+  );
+  await expect(rows.getByRole('button', { name: 'Move openai-compatible/fake-model-mini up' })).toBeDisabled();
 });

@@ -6,6 +6,7 @@
 
 use leptos::prelude::*;
 
+use super::combo_targets::{Picks, TargetPicker, TargetRows};
 use crate::{
     api::{
         DeleteAlias, DeleteCombo, SaveAlias, SaveCombo, get_aliases, get_combo_status, get_combos, get_connections,
@@ -19,7 +20,6 @@ use crate::{
         CatalogEntry,
         alias::Alias,
         combo::{Combo, ComboStatusList, ConfigForm, Strategy, format_targets, parse_strategy, parse_targets},
-        connection::ConnectionList,
         validation::FieldError,
     },
 };
@@ -138,6 +138,9 @@ fn ComboForm(combo: Option<Combo>, save: ServerAction<SaveCombo>) -> impl IntoVi
             />
         }
     };
+    // The rows replace the text once the checks and pickers run (hydrated).
+    let live = RwSignal::new(false);
+    Effect::new(move |_| live.set(true));
     // A saved new combo leaves an empty form behind (an edit form folds away).
     let form = NodeRef::<leptos::html::Form>::new();
     if !editing {
@@ -199,6 +202,12 @@ fn ComboForm(combo: Option<Combo>, save: ServerAction<SaveCombo>) -> impl IntoVi
                 {input("Step retries on 429/502/503/504 (0–10, default 1)", "max_retries", "config.maxRetries", |c| c.max_retries.clone(), |c, v| c.max_retries = v)}
                 {input("Between retries (ms, default 2000)", "retry_delay_ms", "config.retryDelayMs", |c| c.retry_delay_ms.clone(), |c, v| c.retry_delay_ms = v)}
             </div>
+            {move || {
+                live.get().then(|| view! { <TargetRows typed problem pipeline=Signal::derive(move || chosen.get() == Strategy::Pipeline) /> })
+            }}
+            // The text is the form without JavaScript; with it, the rows above edit it.
+            <details open=move || !live.get() data-testid="targets-text">
+            <summary class="cursor-pointer text-sm text-indigo-700">"Targets as text"</summary>
             <label class="flex flex-col text-sm">
                 "Targets, in order — one per line: provider/model (or another combo's name), then optionally a weight (0–100) and @connection-id; a pipeline step may end with | its prompt"
                 <textarea
@@ -218,6 +227,7 @@ fn ComboForm(combo: Option<Combo>, save: ServerAction<SaveCombo>) -> impl IntoVi
                     {lines}
                 </textarea>
             </label>
+            </details>
             {move || problem.get().map(|m| view! { <p class="text-xs text-red-700" data-field-error="targets">{m}</p> })}
             <TargetPicker typed problem />
             <div>
@@ -259,115 +269,6 @@ fn ConfigInput(
             />
         </label>
         {move || error().map(|m| view! { <p id=error_id.clone() class="text-xs text-red-700" data-field-error=field>{m}</p> })}
-        </div>
-    }
-}
-
-/// What the target picker offers: the catalog's models, the combos, and
-/// the live connections a target may be pinned to.
-#[derive(Clone, Copy)]
-struct Picks {
-    /// The models the connections serve, by provider.
-    served: Resource<Result<Vec<CatalogEntry>, ServerFnError>>,
-    connections: Resource<Result<ConnectionList, ServerFnError>>,
-    combos: Resource<Result<crate::types::combo::ComboList, ServerFnError>>,
-}
-
-/// Adds a target line to the targets text from pickers: a model the
-/// connections serve (or a combo), optionally one live connection of its
-/// provider and a weight. Needs JavaScript; the text itself works without.
-#[component]
-fn TargetPicker(typed: RwSignal<String>, problem: RwSignal<Option<String>>) -> impl IntoView {
-    let picks = expect_context::<Picks>();
-    let (model, connection, weight) =
-        (RwSignal::new(String::new()), RwSignal::new(String::new()), RwSignal::new(String::new()));
-    let add = move |_| {
-        let mut line = model.get_untracked();
-        if line.is_empty() {
-            return;
-        }
-        if let w @ 0..=100 = weight.get_untracked().trim().parse::<u32>().unwrap_or(u32::MAX) {
-            line.push_str(&format!(" {w}"));
-        }
-        let pinned = connection.get_untracked();
-        if !pinned.is_empty() {
-            line.push_str(&format!(" @{pinned}"));
-        }
-        typed.update(|text| {
-            if !text.trim().is_empty() && !text.ends_with('\n') {
-                text.push('\n');
-            }
-            text.push_str(&line);
-        });
-        problem.set(parse_targets(&typed.get_untracked()).err().map(|e| e.message));
-        connection.set(String::new());
-    };
-    let provider = move || model.get().split_once('/').map(|(p, _)| p.to_owned());
-    view! {
-        <div class="flex flex-wrap gap-2 items-end text-sm" data-testid="target-picker">
-            <label class="flex flex-col">
-                "Pick a model"
-                <select class=INPUT on:change=move |ev| {
-                    model.set(event_target_value(&ev));
-                    connection.set(String::new());
-                }>
-                    <option value="">"choose…"</option>
-                    <Transition fallback=|| ()>
-                        {move || Suspend::new(async move {
-                            let catalog = picks.served.await.unwrap_or_default();
-                            let combos = picks.combos.await.map(|l| l.combos).unwrap_or_default();
-                            view! {
-                                {catalog
-                                    .into_iter()
-                                    .filter(|p| !p.models.is_empty())
-                                    .map(|p| {
-                                        let id = p.id.clone();
-                                        view! {
-                                            <optgroup label=p.name>
-                                                {p.models.into_iter().map(|m| {
-                                                    let value = format!("{id}/{m}");
-                                                    let label = value.clone();
-                                                    view! { <option value=value>{label}</option> }
-                                                }).collect_view()}
-                                            </optgroup>
-                                        }
-                                    })
-                                    .collect_view()}
-                                <optgroup label="Combos">
-                                    {combos.into_iter().map(|c| {
-                                        let label = c.name.clone();
-                                        view! { <option value=c.name>{label}</option> }
-                                    }).collect_view()}
-                                </optgroup>
-                            }
-                        })}
-                    </Transition>
-                </select>
-            </label>
-            <label class="flex flex-col">
-                "On connection (optional)"
-                <select class=INPUT prop:value=move || connection.get() on:change=move |ev| connection.set(event_target_value(&ev))>
-                    <option value="">"any of its provider"</option>
-                    <Transition fallback=|| ()>
-                        {move || Suspend::new(async move {
-                            let all = picks.connections.await.map(|l| l.connections).unwrap_or_default();
-                            view! {
-                                <For each=move || {
-                                    let p = provider();
-                                    all.iter().filter(|c| Some(&c.provider) == p.as_ref()).cloned().collect::<Vec<_>>()
-                                } key=|c| c.id.clone() let:c>
-                                    <option value=c.id.clone()>{format!("{} ({})", c.name, c.provider)}</option>
-                                </For>
-                            }
-                        })}
-                    </Transition>
-                </select>
-            </label>
-            <label class="flex flex-col">
-                "Weight"
-                <input type="number" min="0" max="100" class=format!("{INPUT} w-20") prop:value=move || weight.get() on:input=move |ev| weight.set(event_target_value(&ev)) />
-            </label>
-            <button type="button" class=BUTTON on:click=add>"Add target"</button>
         </div>
     }
 }

@@ -1,5 +1,6 @@
 //! One module per dashboard page.
 
+mod combo_targets;
 pub mod combos;
 pub mod cooldowns;
 pub mod get_started;
