@@ -347,7 +347,7 @@ fn refused_card_url(
 ) -> String {
     use crate::{
         format::query_escape,
-        pages::settings::card::{REFUSED, TYPED},
+        types::settings::{REFUSED, TYPED},
     };
     let mut url = format!("{}?{REFUSED}={}", card.page, query_escape(card.id));
     for (path, text) in typed {

@@ -131,7 +131,7 @@ async fn back_without_stale_outcome(req: Request, next: Next) -> Response {
 /// `url` without the query parameters that carry a refusal (`error`, and
 /// a settings card's `refused` and `f.<path>`); `None` when it has none.
 fn without_outcome(url: &str) -> Option<String> {
-    use app::pages::settings::card::{REFUSED, TYPED};
+    use app::types::settings::{REFUSED, TYPED};
     let base = url.split_once('#').map_or(url, |(base, _)| base);
     let (path, query) = base.split_once('?')?;
     let stale = |pair: &&str| {

@@ -19,8 +19,8 @@ use crate::{
     types::{
         FieldError,
         settings::{
-            FieldKind, ResilienceSettings, ResilienceView, apply_patch, form_to_patch, form_values, human_ms,
-            is_duration, rule_rows,
+            FieldKind, REFUSED, ResilienceSettings, ResilienceView, TYPED, apply_patch, form_to_patch, form_values,
+            human_ms, is_duration, rule_rows,
         },
     },
 };
@@ -38,11 +38,6 @@ fn initial_values(card: &Card, settings: &ResilienceSettings) -> BTreeMap<String
     }
     values
 }
-
-/// The query parameter naming the card whose plain form post was refused.
-pub const REFUSED: &str = "refused";
-/// The prefix of the query parameters carrying what was typed in it.
-pub const TYPED: &str = "f.";
 
 /// What was typed in this card's form, when the server refused its plain
 /// form post: the form values of the `editable` fields (an unchecked box

@@ -1,7 +1,7 @@
 //! Settings → Resilience and Settings → Model Lockout: one card per group
 //! of the shared [`ResilienceSettings`](crate::types::settings::ResilienceSettings).
 
-pub mod card;
+mod card;
 pub mod cards;
 mod inputs;
 mod model_cooldowns;

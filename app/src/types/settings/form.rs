@@ -10,6 +10,13 @@ use std::collections::BTreeMap;
 use super::layers::{get_path, set_path};
 use crate::types::validation::FieldError;
 
+/// The query parameter naming the settings card whose plain form post the
+/// server refused: its page shows the card open again, as typed.
+pub const REFUSED: &str = "refused";
+/// The prefix of the query parameters carrying what was typed in it
+/// (`f.<json path>=<text>`).
+pub const TYPED: &str = "f.";
+
 /// How a form input's text maps to JSON.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FieldKind {
