@@ -287,6 +287,25 @@ mod tests {
     }
 
     #[test]
+    fn each_file_is_stored_compressed_beside_it() {
+        use std::io::Read;
+        let dir = std::env::temp_dir().join(format!("xtask-precompress-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let text = "the bundle ".repeat(200);
+        std::fs::write(dir.join("app.js"), &text).unwrap();
+        super::precompress(&dir).unwrap();
+        let mut gz = String::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(dir.join("app.js.gz")).unwrap())
+            .read_to_string(&mut gz)
+            .unwrap();
+        let mut br = Vec::new();
+        brotli::BrotliDecompress(&mut std::fs::File::open(dir.join("app.js.br")).unwrap(), &mut br).unwrap();
+        assert_eq!((gz.as_str(), br.as_slice()), (text.as_str(), text.as_bytes()));
+        assert!(std::fs::metadata(dir.join("app.js.br")).unwrap().len() < 100);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn a_truncated_module_is_an_error() {
         let module = [b"\0asm\x01\0\0\0".to_vec(), vec![1, 9, 1]].concat();
         assert!(super::without_custom_sections(&module, &["name"]).is_err());

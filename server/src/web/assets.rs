@@ -66,6 +66,30 @@ pub fn router(site_root: &Path, root: &str) -> Router {
 mod tests {
     #![allow(clippy::unwrap_used, reason = "a failed step is a failed test")]
 
+    /// A release bundle's stored `.br` is what a browser that takes brotli
+    /// gets, as it is; one that takes nothing gets the file itself.
+    #[tokio::test]
+    async fn a_stored_compressed_copy_is_sent_as_it_is() {
+        use axum::{body::Body, http::Request};
+        use tower::ServiceExt;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("pkg")).unwrap();
+        std::fs::write(dir.path().join("pkg/app.js"), "plain").unwrap();
+        std::fs::write(dir.path().join("pkg/app.js.br"), "stored brotli").unwrap();
+        let root = super::root(dir.path());
+        let get = |encoding: &'static str| {
+            let req = Request::get(format!("{root}/pkg/app.js")).header("accept-encoding", encoding);
+            super::router(dir.path(), &root).oneshot(req.body(Body::empty()).unwrap())
+        };
+        let br = get("br, gzip").await.unwrap();
+        assert_eq!(br.headers()["content-encoding"], "br");
+        let body = axum::body::to_bytes(br.into_body(), 1024).await.unwrap();
+        assert_eq!(&body[..], b"stored brotli");
+        let plain = get("identity").await.unwrap();
+        assert!(plain.headers().get("content-encoding").is_none());
+        assert_eq!(&axum::body::to_bytes(plain.into_body(), 1024).await.unwrap()[..], b"plain");
+    }
+
     #[test]
     fn the_version_follows_the_bundle() {
         let dir = tempfile::tempdir().unwrap();
