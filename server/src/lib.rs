@@ -37,7 +37,6 @@ use crate::{
     routing::{
         Routing,
         affinity::{Affinity, MAX_PINS, Pin, PinKey, SessionId},
-        leases::{Lease, Leases, Owner},
     },
     state::AppState,
     store::{AttemptRecord, Store, traffic::Traffic},
@@ -71,7 +70,7 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
     let engine = Engine::new(clock.clone(), outboxes.engine);
     restore_engine(&engine, &db, &resilience.current()).await?;
     restore_pins(&routing.affinity, &db, engine.now()).await?;
-    restore_leases(&routing.leases, &db, engine.now()).await?;
+    routing.leases.replace_all(services::leases::stored(&db, engine.now()).await?);
     let auth = Auth {
         secrets,
         keys: KeyRegistry::new(clock.clone(), outboxes.key_uses),
@@ -100,6 +99,7 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
     state.routing.combos.reload(&state.db).await?;
     state.routing.aliases.reload(&state.db).await?;
     services::quotas::restore(&state).await?;
+    services::changes::follow(&state);
     Ok(state)
 }
 
@@ -166,24 +166,6 @@ async fn restore_pins(affinity: &Affinity, db: &sea_orm::DatabaseConnection, now
             expires_at: row.expires_at,
         };
         affinity.restore(key, pin);
-    }
-    Ok(())
-}
-
-/// Loads the active, unexpired session leases (SPEC §R2.3).
-async fn restore_leases(leases: &Leases, db: &sea_orm::DatabaseConnection, now: i64) -> anyhow::Result<()> {
-    for row in db::leases::load_active(db, now).await? {
-        let owner = hex::decode(&row.owner_hash).ok().and_then(|b| <[u8; 32]>::try_from(b).ok());
-        let (Some(owner), Some(provider)) = (owner, upstream::catalog::find(&row.provider)) else { continue };
-        leases.put(Lease {
-            id: row.id,
-            owner: Owner(owner),
-            key_id: row.key_id,
-            provider: provider.id,
-            connection_id: row.connection_id.into(),
-            generation: u64::try_from(row.generation).unwrap_or(0),
-            expires_at: row.expires_at,
-        });
     }
     Ok(())
 }

@@ -24,6 +24,20 @@ async fn management_routes_need_auth_and_answer_401_json() {
 }
 
 #[tokio::test]
+async fn readiness_is_open_and_says_when_the_instance_is_behind() {
+    let gw = Gateway::start().await;
+    let ready = || async { gw.http.get(format!("{}/api/ready", gw.url)).send().await.unwrap() };
+    // SQLite: one instance, nothing to catch up with.
+    assert_eq!(ready().await.status(), 200);
+    gw.state.store.caught_up.send_replace(false);
+    let behind = ready().await;
+    assert_eq!(behind.status(), 503);
+    let body: Value = behind.json().await.unwrap();
+    assert_eq!((body["ready"].clone(), body["reason"].is_string()), (json!(false), true), "{body}");
+    gw.stop().await;
+}
+
+#[tokio::test]
 async fn login_sets_a_strict_http_only_session_cookie_and_logout_ends_it() {
     let gw = Gateway::start().await;
     let bad =

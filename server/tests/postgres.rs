@@ -10,23 +10,11 @@ mod common;
 use common::{Gateway, chat_body, v1};
 use fake_upstream::FakeUpstream;
 use reqwest::Method;
-use sea_orm::{ConnectionTrait, Database};
 use serde_json::Value;
-
-/// A fresh database on the test cluster, so reruns start clean.
-async fn fresh_database() -> String {
-    let admin =
-        std::env::var("OMNIROUTE_TEST_POSTGRES_URL").expect("OMNIROUTE_TEST_POSTGRES_URL (cargo xtask test sets it)");
-    let name = format!("omniroute_test_{}", uuid::Uuid::new_v4().simple());
-    let conn = Database::connect(&admin).await.unwrap();
-    conn.execute_unprepared(&format!("CREATE DATABASE {name}")).await.unwrap();
-    let (base, _) = admin.rsplit_once('/').unwrap();
-    format!("{base}/{name}")
-}
 
 #[tokio::test]
 async fn the_gateway_runs_on_postgres() {
-    let url = fresh_database().await;
+    let url = common::fresh_postgres_database().await;
     let fake = FakeUpstream::start().await.unwrap();
     let gw = Gateway::start_with(tempfile::tempdir().unwrap(), Some(url.clone())).await;
     let a = gw.add_connection("openai", "a", "sk-pg-a", &v1(&fake), 0).await;
@@ -81,7 +69,7 @@ async fn pins_leases_and_key_uses_are_stored_on_postgres() {
         db::leases::{Taken, insert},
         routing::leases::{Lease, Owner},
     };
-    let url = fresh_database().await;
+    let url = common::fresh_postgres_database().await;
     let fake = FakeUpstream::start().await.unwrap();
     let gw = Gateway::start_with(tempfile::tempdir().unwrap(), Some(url.clone())).await;
     let a = gw.add_connection("openai", "a", "sk-pg-a", &v1(&fake), 0).await;

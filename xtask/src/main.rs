@@ -70,7 +70,7 @@ fn test() -> anyhow::Result<()> {
     let cluster = postgres::Cluster::start()?;
     util::run(
         util::cargo()
-            .args(["test", "-p", "server", "--features", "postgres-tests", "--test", "postgres"])
+            .args(["test", "-p", "server", "--features", "postgres-tests", "--test", "postgres", "--test", "instances"])
             .env("OMNIROUTE_TEST_POSTGRES_URL", &cluster.url),
     )?;
     drop(cluster);

@@ -62,7 +62,11 @@ pub fn router(state: &Arc<AppState>) -> Router<Arc<AppState>> {
     let sign_in = Router::new()
         .route("/api/auth/login", post(auth::login))
         .layer(axum::extract::DefaultBodyLimit::max(auth::MAX_LOGIN_BODY_BYTES));
-    Router::new().merge(sign_in).route("/api/auth/logout", post(auth::logout)).merge(protected)
+    Router::new()
+        .merge(sign_in)
+        .route("/api/auth/logout", post(auth::logout))
+        .route("/api/ready", get(monitoring::ready))
+        .merge(protected)
 }
 
 /// Middleware for `/api/*`: 401 JSON when not an admin, never a redirect.

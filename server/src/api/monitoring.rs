@@ -2,7 +2,8 @@
 //! `GET|DELETE /api/monitoring/health`, `POST /api/resilience/reset`,
 //! `GET|DELETE /api/resilience/model-cooldowns`,
 //! `GET|POST /api/resilience/cooldowns`, `GET /api/resilience/connections`,
-//! `GET /api/monitoring/traffic?window=1h|24h`.
+//! `GET /api/monitoring/traffic?window=1h|24h`; and `GET /api/ready`,
+//! open to load balancers.
 
 use app::types::monitoring::{
     ClearCooldowns, ClearCooldownsResult, ClearModelCooldowns, ConnectionStates, CooldownList, HealthReport,
@@ -12,6 +13,7 @@ use app::types::traffic::TrafficReport;
 use axum::{
     Json,
     extract::{Query, State},
+    http::StatusCode,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -95,4 +97,17 @@ pub async fn connections(
     Query(q): Query<ProviderQuery>,
 ) -> Result<Json<ConnectionStates>, ApiError> {
     Ok(Json(monitoring::connection_states(&state, q.provider.as_deref()).await?))
+}
+
+/// `GET /api/ready`, for load balancers' health checks (no sign-in; it
+/// tells nothing but readiness): 200 once this instance has read what the
+/// other instances on its database changed (at once on SQLite), 503 while
+/// it is catching up.
+pub async fn ready(State(state): State<Arc<AppState>>) -> (StatusCode, Json<Value>) {
+    if *state.store.caught_up.borrow() {
+        (StatusCode::OK, Json(json!({"ready": true})))
+    } else {
+        let reason = "catching up with the other instances on the database";
+        (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"ready": false, "reason": reason})))
+    }
 }

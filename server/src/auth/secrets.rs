@@ -20,7 +20,10 @@ pub enum SecretError {
     KeyFile { path: String, source: std::io::Error },
     #[error("the secret key file {0} does not hold 32 base64 bytes")]
     BadKeyFile(String),
-    #[error("a stored credential cannot be decrypted (was OMNIROUTE_SECRET_KEY or secret.key changed?)")]
+    #[error(
+        "a stored credential cannot be decrypted (was OMNIROUTE_SECRET_KEY or secret.key changed, or does \
+         another instance on this database use a different one?)"
+    )]
     Decrypt,
 }
 

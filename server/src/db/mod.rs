@@ -8,6 +8,7 @@ pub mod combos;
 pub mod connections;
 pub mod dashboard_sessions;
 pub mod entities;
+pub mod feed;
 pub mod files;
 pub mod leases;
 pub mod logs;

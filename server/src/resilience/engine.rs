@@ -260,9 +260,15 @@ impl Engine {
     /// Restores a connection's health from its row (only the first time
     /// the process sees it: memory is authoritative afterwards).
     pub fn restore_connection(&self, id: &str, health: ConnectionHealth) {
-        if self.connections.contains_key(id) {
-            return;
+        if !self.connections.contains_key(id) {
+            self.adopt_connection(id, health);
         }
+    }
+
+    /// Takes a connection's health as another instance stored it (a
+    /// shared database): replaces what this process holds, without
+    /// putting it in the outbox again.
+    pub fn adopt_connection(&self, id: &str, health: ConnectionHealth) {
         let slot = self.connection(id);
         slot.clean.store(health == ConnectionHealth::default(), Ordering::Release);
         *slot.health.lock() = health;

@@ -183,6 +183,19 @@ impl Leases {
         }
     }
 
+    /// Makes `stored` the leases held (what the database holds after
+    /// another instance changed one).
+    pub fn replace_all(&self, stored: Vec<Lease>) {
+        let gone: Vec<Owner> =
+            self.by_owner.iter().map(|l| l.owner).filter(|o| !stored.iter().any(|s| s.owner == *o)).collect();
+        for owner in gone {
+            self.remove(&owner);
+        }
+        for lease in stored {
+            self.put(lease);
+        }
+    }
+
     /// Leases of other owners on `connection_id` that have expired: their
     /// slot may be taken.
     pub fn drop_expired_on(&self, connection_id: &str) {

@@ -7,7 +7,8 @@ use app::types::{
     alias::{Alias, AliasList},
 };
 
-use super::{ServiceError, combos::shadowed};
+use super::{ServiceError, changes, combos::shadowed};
+use crate::db::feed::Change;
 use crate::{db::aliases as repo, state::AppState, upstream::catalog};
 
 pub fn list(state: &AppState) -> AliasList {
@@ -37,7 +38,7 @@ pub async fn put(state: &AppState, alias: Alias) -> Result<Alias, ServiceError> 
         return Err(ServiceError::Invalid(errors));
     }
     repo::put(&state.db, &alias, state.clock.now_ms()).await?;
-    state.routing.aliases.reload(&state.db).await?;
+    changes::changed(state, Change::Aliases).await?;
     tracing::info!(alias = %alias.alias, model = %alias.model, "alias saved");
     Ok(alias)
 }
@@ -46,6 +47,6 @@ pub async fn delete(state: &AppState, alias: &str) -> Result<(), ServiceError> {
     if !repo::delete(&state.db, alias).await? {
         return Err(ServiceError::NotFound("alias"));
     }
-    state.routing.aliases.reload(&state.db).await?;
+    changes::changed(state, Change::Aliases).await?;
     Ok(())
 }

@@ -3,7 +3,8 @@
 
 use app::types::combo::{Combo, ComboList, ComboStatus, ComboStatusList, ComboTarget, MAX_COMBO_DEPTH, TargetStatus};
 
-use super::ServiceError;
+use super::{ServiceError, changes};
+use crate::db::feed::Change;
 use crate::{
     db::combos as repo,
     resilience::{breaker::BreakerState, engine::Exclusion},
@@ -68,7 +69,7 @@ pub async fn put(state: &AppState, combo: Combo) -> Result<Combo, ServiceError> 
         return Err(ServiceError::Invalid(errors));
     }
     repo::put(&state.db, &combo, state.clock.now_ms()).await?;
-    state.routing.combos.reload(&state.db).await?;
+    changes::changed(state, Change::Combos).await?;
     tracing::info!(combo = %combo.name, targets = combo.targets.len(), "combo saved");
     Ok(combo)
 }
@@ -156,7 +157,7 @@ pub async fn delete(state: &AppState, name: &str) -> Result<(), ServiceError> {
     if !repo::delete(&state.db, name).await? {
         return Err(ServiceError::NotFound("combo"));
     }
-    state.routing.combos.reload(&state.db).await?;
+    changes::changed(state, Change::Combos).await?;
     state.routing.combo_states.retain(|n| state.routing.combos.get(n).is_some());
     state.routing.handoffs.retain(|n| state.routing.combos.get(n).is_some());
     Ok(())

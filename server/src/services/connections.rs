@@ -6,7 +6,8 @@ use app::types::{
 };
 use tokio::time::Instant;
 
-use super::{ServiceError, status::Status};
+use super::{ServiceError, changes, status::Status};
+use crate::db::feed::Change;
 use crate::{
     db::connections::{self, ConnectionRow},
     routing::registry::LiveConnection,
@@ -109,7 +110,7 @@ pub async fn create(state: &AppState, input: CreateConnection) -> Result<Connect
     };
     set_usage_wall(&mut row, input.low_priority_mode, input.auto_limit_reset)?;
     connections::insert(&state.db, row.clone()).await?;
-    state.routing.connections.reload(&state.db, &state.auth.secrets).await?;
+    changes::changed(state, Change::Connections).await?;
     tracing::info!(connection_id = %row.id, provider = %row.provider, "connection created");
     Ok(view(row, now))
 }
@@ -175,7 +176,7 @@ pub async fn update(state: &AppState, id: &str, input: UpdateConnection) -> Resu
     set_usage_wall(&mut row, input.low_priority_mode, input.auto_limit_reset)?;
     row.updated_at = state.clock.now_ms();
     connections::save(&state.db, row.clone()).await?;
-    state.routing.connections.reload(&state.db, &state.auth.secrets).await?;
+    changes::changed(state, Change::Connections).await?;
     Ok(view(row, state.clock.now_ms()))
 }
 
@@ -183,7 +184,7 @@ pub async fn delete(state: &AppState, id: &str) -> Result<(), ServiceError> {
     if !connections::delete(&state.db, id).await? {
         return Err(ServiceError::NotFound("connection"));
     }
-    state.routing.connections.reload(&state.db, &state.auth.secrets).await?;
+    changes::changed(state, Change::Connections).await?;
     state.routing.quotas.forget(id);
     state.engine.usage_wall.forget(id);
     tracing::info!(connection_id = %id, "connection deleted");
@@ -241,7 +242,7 @@ pub async fn test(state: &AppState, id: &str) -> Result<ConnectionTestResult, Se
         connections::save(&state.db, row).await?;
         if result.ok {
             // `/v1/models` names what the test listed.
-            state.routing.connections.reload(&state.db, &state.auth.secrets).await?;
+            changes::changed(state, Change::Connections).await?;
         }
     }
     Ok(result)

@@ -2,7 +2,8 @@
 
 use app::types::{ApiKeyList, ApiKeyView, CreateApiKey, CreatedApiKey, FieldError};
 
-use super::ServiceError;
+use super::{ServiceError, changes};
+use crate::db::feed::Change;
 use crate::{
     auth::{api_keys, sha256_hex},
     db::api_keys as repo,
@@ -41,7 +42,7 @@ pub async fn create(state: &AppState, mut input: CreateApiKey) -> Result<Created
     };
     let id = row.id.clone();
     repo::insert(&state.db, row).await?;
-    state.auth.keys.reload(&state.db).await?;
+    changes::changed(state, Change::Keys).await?;
     tracing::info!(key_id = %id, "API key created");
     Ok(CreatedApiKey { id, key })
 }
@@ -68,7 +69,7 @@ pub async fn revoke(state: &AppState, id: &str) -> Result<(), ServiceError> {
     if !repo::delete(&state.db, id).await? {
         return Err(ServiceError::NotFound("API key"));
     }
-    state.auth.keys.reload(&state.db).await?;
+    changes::changed(state, Change::Keys).await?;
     tracing::info!(key_id = %id, "API key revoked");
     Ok(())
 }

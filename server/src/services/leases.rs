@@ -17,11 +17,15 @@
 //! moves the lease to a free eligible connection under the next generation
 //! ([`follow_health`]); its answer says the new generation.
 
-use sea_orm::DbErr;
+use sea_orm::{DatabaseConnection, DbErr};
 
+use super::changes;
 use crate::{
     auth::api_keys::KeyEntry,
-    db::leases::{self as repo, Taken},
+    db::{
+        feed::Change,
+        leases::{self as repo, Taken},
+    },
     resilience::breaker::BreakerState,
     routing::{
         leases::{Lease, Owner, Stale},
@@ -29,6 +33,7 @@ use crate::{
         view::{Asker, Refusal},
     },
     state::AppState,
+    upstream::catalog,
 };
 
 /// A lease's lifetime when the request names none.
@@ -107,6 +112,7 @@ pub async fn acquire(
         match repo::insert(&state.db, lease.active_row(now)).await? {
             Taken::Yes => {
                 state.routing.leases.put(lease.clone());
+                changes::announce(state, &Change::Leases).await;
                 tracing::info!(provider, generation = lease.generation, "session lease acquired");
                 return Ok(lease);
             }
@@ -148,6 +154,7 @@ pub async fn release(
     };
     repo::release(&state.db, &lease.id, state.routing.leases.now(), reason).await?;
     state.routing.leases.remove(&owner);
+    changes::announce(state, &Change::Leases).await;
     tracing::info!(provider = lease.provider, generation, "session lease released");
     Ok(())
 }
@@ -192,6 +199,7 @@ pub async fn follow_health(state: &AppState, key: &KeyEntry, lease: Lease, model
         return Err(LeaseError::Stale(Stale::NoLease));
     }
     state.routing.leases.put(moved.clone());
+    changes::announce(state, &Change::Leases).await;
     tracing::info!(
         provider = moved.provider,
         generation = moved.generation,
@@ -204,7 +212,29 @@ async fn extend(state: &AppState, mut lease: Lease, ttl_ms: u64) -> Result<Lease
     lease.expires_at = state.routing.leases.now().saturating_add(i64::try_from(ttl_ms).unwrap_or(i64::MAX));
     repo::renew(&state.db, &lease.id, lease.expires_at).await?;
     state.routing.leases.put(lease.clone());
+    changes::announce(state, &Change::Leases).await;
     Ok(lease)
+}
+
+/// The active, unexpired leases stored (at start, and when another
+/// instance changed one).
+pub async fn stored(db: &DatabaseConnection, now: i64) -> Result<Vec<Lease>, DbErr> {
+    let rows = repo::load_active(db, now).await?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|row| {
+            let owner = hex::decode(&row.owner_hash).ok().and_then(|b| <[u8; 32]>::try_from(b).ok())?;
+            Some(Lease {
+                id: row.id,
+                owner: Owner(owner),
+                key_id: row.key_id,
+                provider: catalog::find(&row.provider)?.id,
+                connection_id: row.connection_id.into(),
+                generation: u64::try_from(row.generation).unwrap_or(0),
+                expires_at: row.expires_at,
+            })
+        })
+        .collect())
 }
 
 /// The provider (and model) a lease for `model` holds a connection of.

@@ -3,6 +3,7 @@
 //! repositories, and refresh the in-memory registries the proxy reads.
 
 pub mod aliases;
+pub mod changes;
 pub mod combos;
 pub mod connections;
 pub mod keys;

@@ -18,7 +18,8 @@ use app::types::{
     },
 };
 
-use super::{ServiceError, connections as connection_service};
+use super::{ServiceError, changes, connections as connection_service};
+use crate::db::feed::Change;
 
 pub mod callback;
 mod credentials_file;
@@ -140,7 +141,7 @@ async fn store(state: &AppState, mut row: connections::ConnectionRow, tokens: &T
     row.credential_suffix = Some(mask_secret(&tokens.access_token));
     row.updated_at = state.clock.now_ms();
     connections::set_credential(&state.db, &row).await?;
-    state.routing.connections.reload(&state.db, &state.auth.secrets).await
+    changes::changed(state, Change::Connections).await
 }
 
 /// Starts a sign-in to `provider`: the page to send the user to, and the

@@ -5,7 +5,8 @@ use app::types::rate_limits::{Pacing, RateLimitList, RateLimitProtectionSet, Rat
 use std::collections::HashMap;
 use tokio::time::Instant;
 
-use super::ServiceError;
+use super::{ServiceError, changes};
+use crate::db::feed::Change;
 use crate::{db::connections, resilience::request_queue::protected, state::AppState};
 
 /// Every connection with its switch, whether it is protected now, the
@@ -71,7 +72,7 @@ pub async fn set(state: &AppState, input: SetRateLimitProtection) -> Result<Rate
     row.rate_limit_protection = input.enabled;
     row.updated_at = state.clock.now_ms();
     connections::save(&state.db, row).await?;
-    state.routing.connections.reload(&state.db, &state.auth.secrets).await?;
+    changes::changed(state, Change::Connections).await?;
     let settings = state.resilience.current();
     let snapshot = state.routing.connections.snapshot();
     let now_protected = snapshot

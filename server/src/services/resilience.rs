@@ -8,7 +8,12 @@ use app::types::settings::{ResilienceSettings, apply_patch, effective, merge, tu
 use serde_json::Value;
 
 use super::ServiceError;
-use crate::{db::settings as kv, resilience::settings::SettingsHandle, state::AppState, upstream::catalog};
+use crate::{
+    db::{feed::Change, settings as kv},
+    resilience::settings::SettingsHandle,
+    state::AppState,
+    upstream::catalog,
+};
 
 /// `key_value` key of the persisted (sparse) settings document.
 pub const KEY: &str = "resilienceSettings";
@@ -42,6 +47,19 @@ async fn stored(db: &sea_orm::DatabaseConnection) -> Result<Value, sea_orm::DbEr
     Ok(raw.and_then(|r| serde_json::from_str(&r).ok()).unwrap_or_else(|| Value::Object(Default::default())))
 }
 
+/// Rebuilds the live settings from the stored document (another instance
+/// saved it). Fields that no longer parse are reported and ignored, as at start.
+pub async fn reload(state: &AppState) -> Result<(), sea_orm::DbErr> {
+    let handle = &state.resilience;
+    let _turn = handle.write_turn().await;
+    let (settings, dropped) = effective(handle.env(), &stored(&state.db).await?);
+    for e in dropped {
+        tracing::warn!(field = %e.field, problem = %e.message, "ignoring an unreadable stored resilience setting");
+    }
+    handle.replace(settings);
+    Ok(())
+}
+
 /// Validates `patch` against the current settings, stores it on top of
 /// the persisted document and makes the result live. Invalid → nothing
 /// is stored and nothing changes.
@@ -60,5 +78,6 @@ pub async fn patch(state: &AppState, patch: &Value) -> Result<ResilienceSettings
     kv::put(&state.db, KEY, &doc.to_string(), state.clock.now_ms()).await?;
     tracing::info!(sections = ?patch.as_object().map(|o| o.keys().collect::<Vec<_>>()), "resilience settings changed");
     handle.replace(next.clone());
+    super::changes::announce(state, &Change::Settings).await;
     Ok(next)
 }

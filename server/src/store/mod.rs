@@ -40,6 +40,13 @@ pub struct Store {
     pub traffic: Arc<traffic::Traffic>,
     /// Breakers, connection health, pins and key uses.
     pub state: state::StateWriter,
+    /// This process's name on the change feed between instances sharing
+    /// one Postgres (random per start; see `services::changes`).
+    pub instance: Arc<str>,
+    /// Whether this instance has read what the others changed: true on
+    /// SQLite; on Postgres from the change feed's first catch-up read
+    /// until its listener loses its connection (readiness, `GET /api/ready`).
+    pub caught_up: tokio::sync::watch::Sender<bool>,
 }
 
 impl Store {
@@ -52,9 +59,11 @@ impl Store {
         clock: Arc<dyn Clock>,
     ) -> (Self, Outboxes) {
         let traffic = Arc::new(traffic);
-        let (state, outboxes) = state::StateWriter::spawn(db.clone(), clock);
+        let instance: Arc<str> = uuid::Uuid::new_v4().simple().to_string().into();
+        let (state, outboxes) = state::StateWriter::spawn(db.clone(), clock, instance.clone());
         let logs = LogSink::spawn(db.clone(), log_retention_rows, traffic.clone());
-        (Self { logs, traffic, state }, outboxes)
+        let caught_up = tokio::sync::watch::Sender::new(!crate::db::feed::shared(db));
+        (Self { logs, traffic, state, instance, caught_up }, outboxes)
     }
 
     /// Waits until everything queued before this call is stored.

@@ -4,6 +4,8 @@
 //! [`crate::outbox`]: the newest per key, never dropped) and never waits;
 //! this task wakes on a change, takes every outbox and writes what it took.
 //! `flush` waits until everything put before it is stored (shutdown, tests).
+//! On a shared database it then tells the other instances which breakers
+//! and connections it stored ([`db::feed`]), so they adopt them.
 
 use sea_orm::DatabaseConnection;
 use std::sync::Arc;
@@ -11,7 +13,7 @@ use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::{
     auth::api_keys::KeyUses,
-    db::{self, entities::session_affinity},
+    db::{self, entities::session_affinity, feed::Change},
     resilience::{clock::Clock, engine::EngineChanges},
     routing::affinity::PinChanges,
 };
@@ -42,7 +44,7 @@ pub struct StateWriter {
 
 impl StateWriter {
     /// Starts the writer; the producers put their changes in the returned outboxes.
-    pub fn spawn(db: DatabaseConnection, clock: Arc<dyn Clock>) -> (Self, Outboxes) {
+    pub fn spawn(db: DatabaseConnection, clock: Arc<dyn Clock>, instance: Arc<str>) -> (Self, Outboxes) {
         let wake = Arc::new(Notify::new());
         let outboxes = Outboxes::new(&wake);
         let (flushes, flush_rx) = mpsc::channel(16);
@@ -50,7 +52,7 @@ impl StateWriter {
             clippy::disallowed_methods,
             reason = "the state writer lives as long as the process, off the request path"
         )]
-        tokio::spawn(writer(db, clock, outboxes.clone(), wake, flush_rx));
+        tokio::spawn(writer(db, clock, instance, outboxes.clone(), wake, flush_rx));
         (Self { flushes }, outboxes)
     }
 
@@ -66,6 +68,7 @@ impl StateWriter {
 async fn writer(
     db: DatabaseConnection,
     clock: Arc<dyn Clock>,
+    instance: Arc<str>,
     outboxes: Outboxes,
     wake: Arc<Notify>,
     mut flushes: mpsc::Receiver<oneshot::Sender<()>>,
@@ -79,23 +82,36 @@ async fn writer(
         while let Ok(ack) = flushes.try_recv() {
             acks.push(ack);
         }
-        write(&db, &outboxes, clock.now_ms()).await;
+        write(&db, &instance, &outboxes, clock.now_ms()).await;
         for ack in acks {
             let _ = ack.send(());
         }
     }
 }
 
-/// Takes every outbox and stores what it held.
-async fn write(db: &DatabaseConnection, outboxes: &Outboxes, now: i64) {
+/// Takes every outbox and stores what it held; names the stored breakers
+/// and connections to the other instances.
+async fn write(db: &DatabaseConnection, instance: &str, outboxes: &Outboxes, now: i64) {
+    let mut breakers = Vec::new();
     for (provider, b) in outboxes.engine.breakers.take() {
-        if let Err(e) = db::resilience::save_breaker(db, &provider, &b, now).await {
-            tracing::error!(error = %e, provider, "storing a circuit breaker failed");
+        match db::resilience::save_breaker(db, &provider, &b, now).await {
+            Ok(()) => breakers.push(provider),
+            Err(e) => tracing::error!(error = %e, provider, "storing a circuit breaker failed"),
         }
     }
+    let mut health = Vec::new();
     for (id, h) in outboxes.engine.connections.take() {
-        if let Err(e) = db::resilience::save_health(db, &id, &h, now).await {
-            tracing::error!(error = %e, connection_id = %id, "storing connection health failed");
+        match db::resilience::save_health(db, &id, &h, now).await {
+            Ok(()) => health.push(id),
+            Err(e) => tracing::error!(error = %e, connection_id = %id, "storing connection health failed"),
+        }
+    }
+    for change in [Change::Breakers(breakers), Change::Health(health)] {
+        if change.ids().is_empty() {
+            continue;
+        }
+        if let Err(e) = db::feed::notify(db, instance, &change).await {
+            tracing::error!(error = %e, "telling the other instances about live state failed");
         }
     }
     for (key, pin) in outboxes.pins.take() {

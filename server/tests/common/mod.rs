@@ -254,6 +254,20 @@ pub fn new_conversation(model: &str, first_text: &str) -> Value {
     json!({"model": model, "messages": [{"role": "user", "content": first_text}]})
 }
 
+/// A fresh database on the Postgres test cluster (`OMNIROUTE_TEST_POSTGRES_URL`,
+/// which `cargo xtask test` sets), so reruns start clean; its URL.
+#[cfg(feature = "postgres-tests")]
+pub async fn fresh_postgres_database() -> String {
+    use sea_orm::ConnectionTrait;
+    let admin = std::env::var("OMNIROUTE_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| panic!("OMNIROUTE_TEST_POSTGRES_URL is not set (cargo xtask test sets it)"));
+    let name = format!("omniroute_test_{}", uuid::Uuid::new_v4().simple());
+    let conn = sea_orm::Database::connect(&admin).await.unwrap();
+    conn.execute_unprepared(&format!("CREATE DATABASE {name}")).await.unwrap();
+    let (base, _) = admin.rsplit_once('/').unwrap();
+    format!("{base}/{name}")
+}
+
 /// A base URL where nothing listens (connection refused).
 pub async fn dead_url() -> String {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -1,0 +1,162 @@
+//! The wire of the change feed between instances on one Postgres: one
+//! `NOTIFY` channel, and a message naming the instance that made a change
+//! and what changed. Postgres delivers a notification only once the
+//! transaction that sent it commits, so a listener that reads the rows
+//! named sees the change. SQLite has one instance: nothing is sent.
+
+use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr, Statement};
+
+/// The channel every instance listens on.
+pub const CHANNEL: &str = "omniroute_changes";
+
+/// Postgres refuses a payload of 8000 bytes or more; ids are batched under this.
+const MAX_PAYLOAD: usize = 7000;
+
+/// What changed: a part rebuilt whole (the configuration, the leases), or
+/// live state rows, read by id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    Connections,
+    Combos,
+    Aliases,
+    Keys,
+    Settings,
+    /// Session leases (written through; rebuilt whole from the active rows).
+    Leases,
+    /// Connection health rows (cooldowns, terminal states), by connection id.
+    Health(Vec<String>),
+    /// Circuit breaker rows, by provider.
+    Breakers(Vec<String>),
+}
+
+impl Change {
+    /// Every part rebuilt whole: what a catch-up read rebuilds.
+    pub const WHOLE: [Change; 6] =
+        [Change::Connections, Change::Combos, Change::Aliases, Change::Keys, Change::Settings, Change::Leases];
+
+    fn word(&self) -> &'static str {
+        match self {
+            Change::Connections => "connections",
+            Change::Combos => "combos",
+            Change::Aliases => "aliases",
+            Change::Keys => "keys",
+            Change::Settings => "settings",
+            Change::Leases => "leases",
+            Change::Health(_) => "health",
+            Change::Breakers(_) => "breakers",
+        }
+    }
+
+    /// The ids a live-state change names (none for the configuration).
+    pub fn ids(&self) -> &[String] {
+        match self {
+            Change::Health(ids) | Change::Breakers(ids) => ids,
+            _ => &[],
+        }
+    }
+}
+
+/// One notification: `<instance> <what>[ <id>,<id>…]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Message {
+    pub instance: String,
+    pub change: Change,
+}
+
+impl Message {
+    /// The payloads that carry `change` (several when its ids are many).
+    pub fn payloads(instance: &str, change: &Change) -> Vec<String> {
+        let head = format!("{instance} {}", change.word());
+        if change.ids().is_empty() {
+            return vec![head];
+        }
+        let mut payloads = Vec::new();
+        let mut current = String::new();
+        for id in change.ids() {
+            if !current.is_empty() && head.len() + current.len() + id.len() + 2 > MAX_PAYLOAD {
+                payloads.push(format!("{head} {current}"));
+                current.clear();
+            }
+            if !current.is_empty() {
+                current.push(',');
+            }
+            current.push_str(id);
+        }
+        payloads.push(format!("{head} {current}"));
+        payloads
+    }
+
+    /// Reads a payload; `None` for one this version does not know.
+    pub fn parse(payload: &str) -> Option<Message> {
+        let mut parts = payload.splitn(3, ' ');
+        let (instance, word, rest) = (parts.next()?, parts.next()?, parts.next());
+        let ids = || rest.map(|s| s.split(',').map(str::to_owned).collect()).unwrap_or_default();
+        let change = match word {
+            "connections" => Change::Connections,
+            "combos" => Change::Combos,
+            "aliases" => Change::Aliases,
+            "keys" => Change::Keys,
+            "settings" => Change::Settings,
+            "leases" => Change::Leases,
+            "health" => Change::Health(ids()),
+            "breakers" => Change::Breakers(ids()),
+            _ => return None,
+        };
+        Some(Message { instance: instance.to_owned(), change })
+    }
+}
+
+/// Whether other instances may share this database (Postgres).
+pub fn shared(db: &DatabaseConnection) -> bool {
+    db.get_database_backend() == DbBackend::Postgres
+}
+
+/// Tells the other instances on this database what `instance` changed
+/// (nothing on SQLite).
+pub async fn notify(db: &DatabaseConnection, instance: &str, change: &Change) -> Result<(), DbErr> {
+    if !shared(db) {
+        return Ok(());
+    }
+    for payload in Message::payloads(instance, change) {
+        let sql = "SELECT pg_notify($1, $2)";
+        db.execute_raw(Statement::from_sql_and_values(DbBackend::Postgres, sql, [CHANNEL.into(), payload.into()]))
+            .await?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "a failed step is a failed test")]
+    use super::*;
+
+    #[test]
+    fn a_message_reads_back_as_sent() {
+        for change in Change::WHOLE
+            .into_iter()
+            .chain([Change::Health(vec!["c1".into(), "c2".into()]), Change::Breakers(vec!["openai".into()])])
+        {
+            let payloads = Message::payloads("abc", &change);
+            assert_eq!(payloads.len(), 1);
+            assert_eq!(Message::parse(&payloads[0]), Some(Message { instance: "abc".into(), change }));
+        }
+        assert_eq!(Message::parse("abc pins"), None);
+        assert_eq!(Message::parse(""), None);
+    }
+
+    #[test]
+    fn many_ids_are_split_under_postgres_payload_limit() {
+        let ids: Vec<String> = (0..600).map(|i| format!("{i:036}")).collect();
+        let payloads = Message::payloads("instance", &Change::Health(ids.clone()));
+        assert!(payloads.len() > 1);
+        assert!(payloads.iter().all(|p| p.len() < 8000), "{:?}", payloads.iter().map(String::len).collect::<Vec<_>>());
+        let read: Vec<String> = payloads
+            .iter()
+            .flat_map(|p| match Message::parse(p).unwrap().change {
+                Change::Health(ids) => ids,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(read, ids);
+    }
+}

@@ -1,0 +1,183 @@
+//! The change feed: several gateways on one Postgres serve one
+//! configuration and share what they learn about upstreams.
+//!
+//! Each instance holds its configuration in memory (the connection
+//! registry, combos, aliases, API keys, the resilience settings, the
+//! session leases) and rebuilds a part from the database when it changes. A change made here
+//! rebuilds the part here and names it on the feed ([`feed`]); the store's
+//! writer names the breakers and connection health it stores. Every
+//! instance listens: a part another instance changed is rebuilt; named
+//! breakers and connections are read back and adopted, so an account one
+//! instance saw answer 429 cools on all of them.
+//!
+//! Notifications sent while a listener's connection is down are lost, so
+//! after every (re)connect the listener rebuilds the whole configuration
+//! and adopts every stored breaker and connection: the catch-up read.
+//! On SQLite (one instance) nothing is sent and nobody listens.
+
+use sea_orm::{DbErr, sqlx::postgres::PgListener};
+use std::{
+    sync::{Arc, Weak},
+    time::Duration,
+};
+
+use crate::{
+    db::{
+        self,
+        feed::{self, Change, Message},
+    },
+    resilience,
+    state::AppState,
+    upstream::catalog,
+};
+
+/// How long the listener waits before connecting again after a failure.
+const RECONNECT_AFTER: Duration = Duration::from_secs(1);
+
+/// Rebuilds `change`'s part here from the database (just written) and
+/// tells the other instances to do the same.
+pub async fn changed(state: &AppState, change: Change) -> Result<(), DbErr> {
+    apply(state, &change).await?;
+    announce(state, &change).await;
+    Ok(())
+}
+
+/// Tells the other instances about `change`, already written and in
+/// force here. A failure is logged: they catch up when they reconnect.
+pub async fn announce(state: &AppState, change: &Change) {
+    if let Err(e) = feed::notify(&state.db, &state.store.instance, change).await {
+        tracing::error!(error = %e, "telling the other instances about a change failed");
+    }
+}
+
+/// Brings this process's memory in line with what the database holds for `change`.
+async fn apply(state: &AppState, change: &Change) -> Result<(), DbErr> {
+    let db = &state.db;
+    match change {
+        Change::Connections => state.routing.connections.reload(db, &state.auth.secrets).await,
+        Change::Combos => state.routing.combos.reload(db).await,
+        Change::Aliases => state.routing.aliases.reload(db).await,
+        Change::Keys => state.auth.keys.reload(db).await,
+        Change::Settings => super::resilience::reload(state).await,
+        Change::Leases => {
+            let stored = super::leases::stored(db, state.routing.leases.now()).await?;
+            state.routing.leases.replace_all(stored);
+            Ok(())
+        }
+        Change::Health(ids) => {
+            for id in ids {
+                if let Some(row) = db::connections::get(db, id).await? {
+                    state.engine.adopt_connection(id, db::resilience::health_from_row(&row));
+                }
+            }
+            Ok(())
+        }
+        Change::Breakers(providers) => {
+            let settings = state.resilience.current();
+            for row in db::resilience::load_breakers(db).await? {
+                if !providers.contains(&row.provider) {
+                    continue;
+                }
+                let cfg = resilience::engine::breaker_config(&settings, catalog::category_of(&row.provider));
+                if let Some(b) = db::resilience::breaker_from_row(&row, &cfg) {
+                    state.engine.restore_breaker(&row.provider, b);
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The catch-up read: everything another instance may have changed.
+async fn catch_up(state: &AppState) -> Result<(), DbErr> {
+    for part in Change::WHOLE {
+        apply(state, &part).await?;
+    }
+    let connections = db::connections::list(&state.db, None).await?;
+    for row in &connections {
+        state.engine.adopt_connection(&row.id, db::resilience::health_from_row(row));
+    }
+    let providers = db::resilience::load_breakers(&state.db).await?.into_iter().map(|r| r.provider).collect();
+    apply(state, &Change::Breakers(providers)).await
+}
+
+/// Starts listening to the other instances (Postgres only). The listener
+/// holds the state weakly: it ends when the gateway's state is dropped.
+pub fn follow(state: &Arc<AppState>) {
+    if !feed::shared(&state.db) {
+        return;
+    }
+    let (weak, url) = (Arc::downgrade(state), state.config.database_url.clone());
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the change feed's listener lives as long as the gateway, off the request path"
+    )]
+    tokio::spawn(listen(weak, url));
+}
+
+async fn listen(state: Weak<AppState>, url: String) {
+    let mut listener = None;
+    let mut caught_up = false;
+    loop {
+        let Some(l) = listener.as_mut() else {
+            match subscribe(&url).await {
+                Ok(l) => listener = Some(l),
+                Err(e) => {
+                    tracing::warn!(error = %e, "listening to the other instances failed; trying again");
+                    tokio::time::sleep(RECONNECT_AFTER).await;
+                }
+            }
+            continue;
+        };
+        if !caught_up {
+            let Some(state) = state.upgrade() else { return };
+            match catch_up(&state).await {
+                Ok(()) => {
+                    caught_up = true;
+                    state.store.caught_up.send_replace(true);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "catching up with the other instances failed; trying again");
+                    tokio::time::sleep(RECONNECT_AFTER).await;
+                    continue;
+                }
+            }
+        }
+        match l.try_recv().await {
+            Ok(Some(n)) => {
+                let Some(state) = state.upgrade() else { return };
+                let Some(message) = Message::parse(n.payload()) else { continue };
+                if *message.instance == *state.store.instance {
+                    continue;
+                }
+                if let Err(e) = apply(&state, &message.change).await {
+                    tracing::warn!(error = %e, "applying another instance's change failed; catching up");
+                    state.store.caught_up.send_replace(false);
+                    caught_up = false;
+                }
+            }
+            // The connection was lost (and re-established): what was sent
+            // meanwhile is gone, so read everything again.
+            Ok(None) => caught_up = lost(&state),
+            Err(e) => {
+                tracing::warn!(error = %e, "the change feed failed; reconnecting");
+                (listener, caught_up) = (None, lost(&state));
+                tokio::time::sleep(RECONNECT_AFTER).await;
+            }
+        }
+    }
+}
+
+/// Marks the instance as behind until its next catch-up read.
+fn lost(state: &Weak<AppState>) -> bool {
+    if let Some(state) = state.upgrade() {
+        state.store.caught_up.send_replace(false);
+    }
+    false
+}
+
+async fn subscribe(url: &str) -> Result<PgListener, sea_orm::sqlx::Error> {
+    let mut listener = PgListener::connect(url).await?;
+    listener.listen(feed::CHANNEL).await?;
+    Ok(listener)
+}
