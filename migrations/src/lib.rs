@@ -16,6 +16,7 @@ mod m0007_log_trail;
 mod m0008_plan_usage;
 mod m0009_wait_ms;
 mod m0010_log_key;
+mod m0011_gateway_instances;
 
 /// Every migration, oldest first.
 pub struct Migrator;
@@ -34,6 +35,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0008_plan_usage::Migration),
             Box::new(m0009_wait_ms::Migration),
             Box::new(m0010_log_key::Migration),
+            Box::new(m0011_gateway_instances::Migration),
         ]
     }
 }

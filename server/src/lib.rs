@@ -36,7 +36,7 @@ use crate::{
     },
     routing::{
         Routing,
-        affinity::{Affinity, MAX_PINS, Pin, PinKey, SessionId},
+        affinity::{Affinity, MAX_PINS, stored_pin},
     },
     state::AppState,
     store::{AttemptRecord, Store, traffic::Traffic},
@@ -100,6 +100,7 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
     state.routing.aliases.reload(&state.db).await?;
     services::quotas::restore(&state).await?;
     services::changes::follow(&state);
+    services::instances::spawn_heartbeat(&state);
     Ok(state)
 }
 
@@ -153,18 +154,7 @@ async fn restore_engine(
 
 /// Loads the unexpired session affinity pins (SPEC §R2.2).
 async fn restore_pins(affinity: &Affinity, db: &sea_orm::DatabaseConnection, now: i64) -> anyhow::Result<()> {
-    for row in db::affinity::load(db, now, MAX_PINS).await? {
-        let (Some(provider), Ok(bytes)) = (upstream::catalog::find(&row.provider), hex::decode(&row.key)) else {
-            continue;
-        };
-        let Ok(session) = <[u8; 32]>::try_from(bytes) else { continue };
-        let key = PinKey { session: SessionId(session), provider: provider.id };
-        let pin = Pin {
-            connection_id: row.connection_id.into(),
-            created_at: row.created_at,
-            last_used_at: row.last_used_at,
-            expires_at: row.expires_at,
-        };
+    for (key, pin) in db::affinity::load(db, now, MAX_PINS).await?.into_iter().filter_map(stored_pin) {
         affinity.restore(key, pin);
     }
     Ok(())
@@ -217,6 +207,7 @@ pub async fn serve_until_stopped(
 /// state, plan windows) before the process exits.
 pub async fn flush(state: &AppState) {
     state.store.flush().await;
+    services::instances::leave(state).await;
     services::quotas::store(state).await;
     tracing::info!("shutdown complete");
 }

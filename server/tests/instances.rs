@@ -12,6 +12,7 @@ use fake_upstream::{FakeUpstream, Rule};
 use reqwest::Method;
 use sea_orm::ConnectionTrait;
 use serde_json::json;
+use server::routing::affinity::{PinKey, SessionId};
 use std::{
     sync::{
         Arc,
@@ -262,4 +263,89 @@ async fn a_lease_taken_through_one_holds_on_the_other() {
     assert_eq!(again["generation"], 1, "{again}");
     a.stop().await;
     b.stop().await;
+}
+
+#[tokio::test]
+async fn a_session_keeps_its_account_whichever_instance_it_reaches() {
+    let (a, b) = pair().await;
+    a.without_cooldowns().await;
+    let fake = FakeUpstream::start().await.unwrap();
+    a.add_connection("openai", "first", "sk-first", &v1(&fake), 0).await;
+    let second = a.add_connection("openai", "second", "sk-second", &v1(&fake), 1).await;
+    let turn = |gw: &Gateway, session: &'static str| {
+        let req = gw.http.post(format!("{}/v1/chat/completions", gw.url)).header("x-session-id", session);
+        req.json(&chat_body("openai/gpt-4o-mini", false)).send()
+    };
+    within_staleness("the connections", || async { b.get_json("/api/providers").await["total"] == 2 }).await;
+    // A 429 (no cooldown) moves the session to the second account on A.
+    fake.push_rule(Rule { api_key: Some("sk-first".into()), status: Some(429), times: Some(1), ..Default::default() });
+    let served = turn(&a, "s1").await.unwrap();
+    assert_eq!(served.headers()["x-omniroute-selected-connection-id"], second.as_str());
+    // B, where the first account is as healthy, keeps the session there too.
+    let key = PinKey { session: SessionId::of("header:s1"), provider: "openai" };
+    within_staleness("the session's pin", || async {
+        b.state.routing.affinity.pinned(&key, 3_600_000).is_some_and(|c| *c == *second)
+    })
+    .await;
+    let resp = turn(&b, "s1").await.unwrap();
+    assert_eq!(resp.headers()["x-omniroute-selected-connection-id"], second.as_str());
+    assert_eq!(chat_keys(&fake).last().unwrap(), "sk-second");
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn a_password_flood_spread_over_both_instances_is_throttled_as_one() {
+    let (a, b) = pair().await;
+    let guess =
+        |gw: &Gateway| gw.http.post(format!("{}/api/auth/login", gw.url)).json(&json!({"password": "not it"})).send();
+    let before = *b.state.store.applied.borrow();
+    // One address's free failures, all spent on A…
+    for _ in 0..=server::auth::login_throttle::FREE_FAILURES {
+        assert_eq!(guess(&a).await.unwrap().status(), 401);
+    }
+    let attempts = u64::from(server::auth::login_throttle::FREE_FAILURES) + 1;
+    let mut applied = b.state.store.applied.subscribe();
+    applied.wait_for(|n| *n >= before + attempts).await.unwrap();
+    // …so B, which has not seen this address, makes it wait.
+    let refused = guess(&b).await.unwrap();
+    assert_eq!(refused.status(), 429, "{}", refused.text().await.unwrap());
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn health_lists_the_instances_and_a_clean_stop_leaves_the_list() {
+    let (a, b) = pair().await;
+    let listed = || async { server::services::instances::list(&a.state).await };
+    within_staleness("both heartbeats, caught up", || async {
+        let l = listed().await;
+        l.len() == 2 && l.iter().all(|i| i.caught_up)
+    })
+    .await;
+    let health = a.get_json("/api/monitoring/health").await;
+    let instances = health["instances"].as_array().unwrap();
+    assert_eq!(instances.len(), 2, "{health}");
+    assert_eq!(instances.iter().filter(|i| i["this"] == true).count(), 1);
+    assert!(instances.iter().all(|i| i["silent"] == false && i["caughtUp"] == true && i["version"].is_string()));
+    assert!(!health.to_string().contains(&*b.state.store.instance), "only a prefix of an instance's name");
+    let cookie = a.sign_in().await;
+    let page = a.http.get(format!("{}/monitoring/health", a.url)).header("cookie", &cookie).send().await.unwrap();
+    let html = page.text().await.unwrap();
+    assert!(html.contains(r#"data-testid="instances""#) && html.contains("(this one)"), "the Health page lists them");
+    // One that went quiet (killed, or cut off) is shown silent.
+    let now = a.state.clock.now_ms();
+    let gone = server::db::entities::gateway_instance::Model {
+        id: "deadbeef0000".into(),
+        version: "0.0.9".into(),
+        started_at: now - 60_000,
+        last_seen_at: now - 20_000,
+        caught_up: true,
+    };
+    server::db::instances::beat(&a.state.db, gone, 0).await.unwrap();
+    let silent: Vec<bool> = listed().await.iter().map(|i| i.silent).collect();
+    assert_eq!(silent.iter().filter(|s| **s).count(), 1, "{silent:?}");
+    b.stop().await;
+    assert_eq!(listed().await.len(), 2, "B left; the silent one stays until forgotten");
+    a.stop().await;
 }

@@ -41,11 +41,19 @@ async fn ask(gw: &Gateway) -> reqwest::Response {
     gw.http.post(format!("{}/v1/messages", gw.url)).json(&body).send().await.unwrap()
 }
 
+/// The window's reset every answer names (epoch s): one value for the
+/// whole run, so two answers never disagree by the second they were made
+/// in (a later reset reads as the window having rolled over).
+static WINDOW_RESET: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+    (now.as_secs() + 3600).to_string()
+});
+
 /// A 429 with the unified headers: `slow_status` and `extra` beside them.
-fn answer_429(gw: &Gateway, extra: &[(&str, &str)]) -> Rule {
-    let reset = (gw.state.clock.now_ms() / 1000 + 3600).to_string();
+fn answer_429(extra: &[(&str, &str)]) -> Rule {
+    let reset = WINDOW_RESET.as_str();
     let mut headers: std::collections::BTreeMap<String, String> =
-        [("anthropic-ratelimit-unified-status", "rejected"), ("anthropic-ratelimit-unified-reset", reset.as_str())]
+        [("anthropic-ratelimit-unified-status", "rejected"), ("anthropic-ratelimit-unified-reset", reset)]
             .into_iter()
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .collect();
@@ -53,8 +61,8 @@ fn answer_429(gw: &Gateway, extra: &[(&str, &str)]) -> Rule {
     Rule { path: Some("/v1/messages".into()), status: Some(429), headers, times: Some(1), ..Rule::default() }
 }
 
-fn the_wall(gw: &Gateway) -> Rule {
-    answer_429(gw, &[("anthropic-ratelimit-unified-slow-offer", "treatment")])
+fn the_wall() -> Rule {
+    answer_429(&[("anthropic-ratelimit-unified-slow-offer", "treatment")])
 }
 
 /// Whether each Messages request the fake got asked for the slow lane.
@@ -68,7 +76,7 @@ async fn at_the_wall_the_low_priority_lane_serves_on_the_same_account_until_the_
     let fake = FakeUpstream::start().await.unwrap();
     let gw = start(&fake).await;
     let id = subscription(&gw, &fake, 3_600_000, json!({"lowPriorityMode": true})).await;
-    fake.push_rule(the_wall(&gw));
+    fake.push_rule(the_wall());
     let resp = ask(&gw).await;
     assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
     assert_eq!(slow_flags(&fake), [false, true], "the wall, then the same request in the lane");
@@ -83,7 +91,7 @@ async fn at_the_wall_the_low_priority_lane_serves_on_the_same_account_until_the_
         ("anthropic-ratelimit-unified-slow-status", "slot_busy"),
         ("anthropic-ratelimit-unified-slow-retry-after", "5"),
     ];
-    fake.push_rule(answer_429(&gw, &busy));
+    fake.push_rule(answer_429(&busy));
     let started = tokio::time::Instant::now();
     assert_eq!(ask(&gw).await.status(), 200);
     let waited = started.elapsed();
@@ -93,7 +101,7 @@ async fn at_the_wall_the_low_priority_lane_serves_on_the_same_account_until_the_
     assert!(wait_ms >= 3_400, "the log row shows the wait: {wait_ms}");
 
     // The weekly limit ends the lane: that 429 takes the cooldown path.
-    fake.push_rule(answer_429(&gw, &[("anthropic-ratelimit-unified-slow-status", "weekly_limit")]));
+    fake.push_rule(answer_429(&[("anthropic-ratelimit-unified-slow-status", "weekly_limit")]));
     assert_eq!(ask(&gw).await.status(), 429);
     assert!(gw.state.engine.health(&id).rate_limited_until.is_some(), "cooling after the lane ended");
     assert!(!gw.state.engine.usage_wall.in_lane(&id, gw.state.clock.now_ms()));
@@ -105,7 +113,7 @@ async fn without_the_opt_in_or_the_offer_the_wall_cools_the_connection() {
     let fake = FakeUpstream::start().await.unwrap();
     let gw = start(&fake).await;
     let plain = subscription(&gw, &fake, 3_600_000, json!({})).await;
-    fake.push_rule(the_wall(&gw));
+    fake.push_rule(the_wall());
     assert_eq!(ask(&gw).await.status(), 429);
     assert_eq!(slow_flags(&fake), [false], "no lane without the opt-in");
     assert!(gw.state.engine.health(&plain).rate_limited_until.is_some());
@@ -114,7 +122,7 @@ async fn without_the_opt_in_or_the_offer_the_wall_cools_the_connection() {
     let fake = FakeUpstream::start().await.unwrap();
     let gw = start(&fake).await;
     let opted = subscription(&gw, &fake, 3_600_000, json!({"providerSpecificData": {"lowPriorityMode": true}})).await;
-    fake.push_rule(answer_429(&gw, &[]));
+    fake.push_rule(answer_429(&[]));
     assert_eq!(ask(&gw).await.status(), 429, "the account offers no lane");
     assert_eq!(slow_flags(&fake), [false]);
     assert!(gw.state.engine.health(&opted).rate_limited_until.is_some());
@@ -127,7 +135,7 @@ async fn the_weekly_limit_reset_is_claimed_once_and_the_request_retried_at_full_
     let gw = start(&fake).await;
     // Pasted without its organization: the profile names it.
     let id = subscription(&gw, &fake, 3_600_000, json!({"autoLimitReset": true})).await;
-    fake.push_rule(the_wall(&gw));
+    fake.push_rule(the_wall());
     let resp = ask(&gw).await;
     assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
     assert_eq!(slow_flags(&fake), [false, false], "retried at full speed");
@@ -139,7 +147,7 @@ async fn the_weekly_limit_reset_is_claimed_once_and_the_request_retried_at_full_
     assert_eq!((status_reads, fake.count("/api/oauth/profile")), (1, 1));
     assert_eq!(gw.state.engine.health(&id), Default::default());
     // The reset is spent for the week: the next wall cools the connection without asking.
-    fake.push_rule(the_wall(&gw));
+    fake.push_rule(the_wall());
     assert_eq!(ask(&gw).await.status(), 429);
     assert_eq!(fake.count("/api/organizations"), 1, "no second claim");
     gw.stop().await;
@@ -152,7 +160,7 @@ async fn a_refreshed_token_names_its_organization_and_a_failed_claim_falls_back_
     // About to expire: the first request refreshes it, and the issuer names the organization.
     let id = subscription(&gw, &fake, 60_000, json!({"autoLimitReset": true, "lowPriorityMode": true})).await;
     fake.push_rule(Rule { path: Some("/api/organizations".into()), status: Some(500), ..Rule::default() });
-    fake.push_rule(the_wall(&gw));
+    fake.push_rule(the_wall());
     assert_eq!(ask(&gw).await.status(), 200);
     assert_eq!(fake.count("/api/oauth/profile"), 0, "the token exchange named the organization");
     assert_eq!(fake.count("/api/organizations"), 1, "one claim, refused");

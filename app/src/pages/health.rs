@@ -2,7 +2,7 @@
 //! day (`traffic`), provider circuit breakers with live countdowns
 //! and reset buttons, connection health per provider, the queues at
 //! connection limits (in flight, waiting), the sessions pinned to each
-//! connection, and the process.
+//! connection, the gateways sharing the database, and the process.
 //! Refreshes every few seconds once hydrated; resets work without JS too.
 
 use leptos::prelude::*;
@@ -11,7 +11,10 @@ use super::traffic::TrafficSection;
 use crate::{
     api::{ResetBreakers, get_health},
     components::{BUTTON, Countdown, LastError, Layout, LoadFailed, Loading, REFRESH_TICKS, TableHead, use_ticker},
-    types::monitoring::{BreakerInfo, HealthReport, LeaseInfo, QueueInfo, SessionAffinityInfo},
+    types::monitoring::{
+        BreakerInfo, FORGET_AFTER_MS, HEARTBEAT_MS, HealthReport, InstanceInfo, LeaseInfo, QueueInfo, SILENT_AFTER_MS,
+        SessionAffinityInfo,
+    },
 };
 use std::collections::BTreeMap;
 
@@ -142,6 +145,7 @@ fn Report(r: HealthReport, tick: RwSignal<u64>, reset: ServerAction<ResetBreaker
             <PinTable affinity=r.session_affinity />
             <LeaseTable leases=r.session_leases tick />
         </section>
+        <InstanceTable instances=r.instances />
         <p class="text-xs text-slate-500">{format!("Version {} · report from {}", r.system.version, crate::format::utc_time(&r.timestamp))}</p>
     }
 }
@@ -191,6 +195,49 @@ fn QueueTable(queues: BTreeMap<String, QueueInfo>) -> impl IntoView {
         </table></div>
     }
     .into_any()
+}
+
+/// The gateways sharing this database (Postgres only: nothing on SQLite),
+/// as their heartbeats say.
+#[component]
+fn InstanceTable(instances: Vec<InstanceInfo>) -> impl IntoView {
+    (!instances.is_empty()).then(|| {
+        view! {
+            <section class="mb-6 bg-white p-4 rounded-md shadow-sm">
+                <h2 class="font-semibold mb-2">"Instances on this database"</h2>
+                <div class="overflow-x-auto"><table class="w-full text-sm" data-testid="instances">
+                    <TableHead columns=&["Instance", "Version", "Started", "Last heard", "State"] />
+                    <tbody>
+                        {instances.into_iter().map(|i| {
+                            let (state, class) = match (i.silent, i.caught_up) {
+                                (true, _) => ("silent: stopped, or cut off from the database", "text-red-800"),
+                                (false, false) => ("catching up with the others", "text-amber-800"),
+                                (false, true) => ("up to date", "text-green-800"),
+                            };
+                            let name = if i.this { format!("{} (this one)", i.name) } else { i.name.clone() };
+                            view! {
+                                <tr class="border-b border-slate-100" data-instance=i.name data-silent=i.silent>
+                                    <td class="p-2 font-mono">{name}</td>
+                                    <td class="p-2">{i.version}</td>
+                                    <td class="p-2">{crate::format::timestamp(i.started_at)}</td>
+                                    <td class="p-2 tabular-nums">{crate::format::ago(i64::try_from(i.last_seen_ms_ago).unwrap_or(i64::MAX))}</td>
+                                    <td class=format!("p-2 {class}")>{state}</td>
+                                </tr>
+                            }
+                        }).collect_view()}
+                    </tbody>
+                </table></div>
+                <p class="text-sm text-slate-600 mt-2">
+                    {format!(
+                        "Each instance stores a heartbeat every {}; one not heard for {} is shown silent, and forgotten after {}.",
+                        crate::format::duration(HEARTBEAT_MS),
+                        crate::format::duration(SILENT_AFTER_MS),
+                        crate::format::duration(FORGET_AFTER_MS),
+                    )}
+                </p>
+            </section>
+        }
+    })
 }
 
 /// The active exclusive session leases (SPEC §R2.3): which connection each

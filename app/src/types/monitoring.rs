@@ -36,6 +36,36 @@ pub struct HealthReport {
     pub session_affinity: SessionAffinityInfo,
     /// Active exclusive session leases (SPEC §R2.3), soonest to end first.
     pub session_leases: Vec<LeaseInfo>,
+    /// The gateways sharing this database (Postgres), oldest first; empty
+    /// on SQLite, where there is only this one.
+    #[serde(default)]
+    pub instances: Vec<InstanceInfo>,
+}
+
+/// How often an instance on a shared database stores its heartbeat.
+pub const HEARTBEAT_MS: u64 = 5_000;
+/// An instance not heard for this long is shown silent (three heartbeats).
+pub const SILENT_AFTER_MS: u64 = 3 * HEARTBEAT_MS;
+/// An instance not heard for this long is forgotten.
+pub const FORGET_AFTER_MS: u64 = 3_600_000;
+
+/// One gateway instance on a shared database, as its heartbeat says.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InstanceInfo {
+    /// The first 8 characters of the instance's random name.
+    pub name: String,
+    pub version: String,
+    /// Epoch ms.
+    pub started_at: i64,
+    /// How long ago its last heartbeat was stored.
+    pub last_seen_ms_ago: u64,
+    /// Silent for longer than three heartbeats: stopped, or cut off from the database.
+    pub silent: bool,
+    /// Had read what the others changed at its last heartbeat.
+    pub caught_up: bool,
+    /// The instance that wrote this report.
+    pub this: bool,
 }
 
 /// One active lease; the owner only by the start of its hash.

@@ -103,6 +103,17 @@ impl LoginThrottle {
         Ok(())
     }
 
+    /// Counts an attempt another instance on the same database admitted:
+    /// a flood spread over several instances is throttled as one.
+    pub fn admitted_elsewhere(&self, client: IpAddr, now_ms: i64) {
+        let key = bucket(client);
+        self.global.lock().record(now_ms, GLOBAL_FREE_FAILURES, GLOBAL_MAX_DELAY_MS);
+        let mut clients = self.by_client.lock();
+        if clients.len() < MAX_TRACKED || clients.contains_key(&key) {
+            clients.entry(key).or_default().record(now_ms, FREE_FAILURES, MAX_DELAY_MS);
+        }
+    }
+
     /// Takes back the failure [`Self::admit`] counted for `client`'s
     /// attempt, which turned out to be the right password, and forgets
     /// the address's earlier failures.
@@ -142,6 +153,18 @@ mod tests {
         assert_eq!(t.admit(A, 3_000), Err(4));
         // Another address is not held up by A.
         assert_eq!(t.admit(B, 3_000), Ok(()));
+    }
+
+    #[test]
+    fn attempts_admitted_elsewhere_count_here() {
+        let t = LoginThrottle::default();
+        for _ in 0..FREE_FAILURES {
+            t.admitted_elsewhere(A, 0);
+        }
+        assert_eq!(t.admit(A, 0), Ok(()), "the first one over is still checked");
+        assert_eq!(t.admit(A, 0), Err(1));
+        t.succeeded(A);
+        assert_eq!(t.admit(A, 0), Ok(()), "a success elsewhere clears the address");
     }
 
     #[test]

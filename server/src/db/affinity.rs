@@ -1,6 +1,7 @@
 //! The `session_account_affinity` table (SPEC §R2.2): one row per pinned
 //! session and provider, keyed by the session's hash. Written behind the
-//! request by the store (`store::state`); read once at start.
+//! request by the store (`store::state`); read at start, and by id when
+//! another instance on the database stored one (`services::changes`).
 
 use sea_orm::{
     ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect, sea_query::OnConflict,
@@ -17,6 +18,11 @@ pub async fn load(db: &DatabaseConnection, now: i64, max: usize) -> Result<Vec<r
         .limit(u64::try_from(max).unwrap_or(u64::MAX))
         .all(db)
         .await
+}
+
+/// The pin stored for one session and provider.
+pub async fn get(db: &DatabaseConnection, session_hex: &str, provider: &str) -> Result<Option<row::Model>, DbErr> {
+    row::Entity::find_by_id((session_hex.to_owned(), provider.to_owned())).one(db).await
 }
 
 pub async fn save(db: &DatabaseConnection, pin: row::Model) -> Result<(), DbErr> {

@@ -12,8 +12,8 @@ pub const CHANNEL: &str = "omniroute_changes";
 /// Postgres refuses a payload of 8000 bytes or more; ids are batched under this.
 const MAX_PAYLOAD: usize = 7000;
 
-/// What changed: a part rebuilt whole (the configuration, the leases), or
-/// live state rows, read by id.
+/// What changed: a part rebuilt whole (the configuration, the leases),
+/// live state rows, read by id, or sign-in attempts, counted as they come.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Change {
     Connections,
@@ -27,6 +27,12 @@ pub enum Change {
     Health(Vec<String>),
     /// Circuit breaker rows, by provider.
     Breakers(Vec<String>),
+    /// Session affinity pins, as `<session hash hex>:<provider>`.
+    Pins(Vec<String>),
+    /// Sign-in attempts admitted (counted as failures until they succeed), by client address.
+    SignInAdmitted(Vec<String>),
+    /// Sign-ins that succeeded (their address is cleared), by client address.
+    SignInSucceeded(Vec<String>),
 }
 
 impl Change {
@@ -44,13 +50,20 @@ impl Change {
             Change::Leases => "leases",
             Change::Health(_) => "health",
             Change::Breakers(_) => "breakers",
+            Change::Pins(_) => "pins",
+            Change::SignInAdmitted(_) => "sign-in-admitted",
+            Change::SignInSucceeded(_) => "sign-in-succeeded",
         }
     }
 
     /// The ids a live-state change names (none for the configuration).
     pub fn ids(&self) -> &[String] {
         match self {
-            Change::Health(ids) | Change::Breakers(ids) => ids,
+            Change::Health(ids)
+            | Change::Breakers(ids)
+            | Change::Pins(ids)
+            | Change::SignInAdmitted(ids)
+            | Change::SignInSucceeded(ids) => ids,
             _ => &[],
         }
     }
@@ -100,6 +113,9 @@ impl Message {
             "leases" => Change::Leases,
             "health" => Change::Health(ids()),
             "breakers" => Change::Breakers(ids()),
+            "pins" => Change::Pins(ids()),
+            "sign-in-admitted" => Change::SignInAdmitted(ids()),
+            "sign-in-succeeded" => Change::SignInSucceeded(ids()),
             _ => return None,
         };
         Some(Message { instance: instance.to_owned(), change })
@@ -140,7 +156,7 @@ mod tests {
             assert_eq!(payloads.len(), 1);
             assert_eq!(Message::parse(&payloads[0]), Some(Message { instance: "abc".into(), change }));
         }
-        assert_eq!(Message::parse("abc pins"), None);
+        assert_eq!(Message::parse("abc lockouts"), None);
         assert_eq!(Message::parse(""), None);
     }
 

@@ -10,6 +10,7 @@ pub mod dashboard_sessions;
 pub mod entities;
 pub mod feed;
 pub mod files;
+pub mod instances;
 pub mod leases;
 pub mod logs;
 pub mod resilience;

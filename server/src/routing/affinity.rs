@@ -23,7 +23,7 @@ use dashmap::DashMap;
 use sha2::{Digest, Sha256};
 use std::{collections::HashMap, sync::Arc};
 
-use crate::{outbox::Outbox, resilience::clock::Clock};
+use crate::{db::entities::session_affinity, outbox::Outbox, resilience::clock::Clock, upstream::catalog};
 
 /// Where the table leaves its changes for the store: a pin made, moved or
 /// touched (`Some`), or dropped (`None`), the newest per session and provider.
@@ -81,6 +81,27 @@ struct Entry {
     pin: Pin,
     /// When the pin was last sent to the writer.
     stored_at: i64,
+}
+
+impl PinKey {
+    /// The key a row is stored under: the session hash's hex and the
+    /// provider (`None` for an unknown provider or a malformed hash).
+    pub fn stored(session_hex: &str, provider: &str) -> Option<Self> {
+        let session = <[u8; 32]>::try_from(hex::decode(session_hex).ok()?).ok()?;
+        Some(Self { session: SessionId(session), provider: catalog::find(provider)?.id })
+    }
+}
+
+/// A stored row's key and pin.
+pub fn stored_pin(row: session_affinity::Model) -> Option<(PinKey, Pin)> {
+    let key = PinKey::stored(&row.key, &row.provider)?;
+    let pin = Pin {
+        connection_id: row.connection_id.into(),
+        created_at: row.created_at,
+        last_used_at: row.last_used_at,
+        expires_at: row.expires_at,
+    };
+    Some((key, pin))
 }
 
 pub struct Affinity {
@@ -146,7 +167,13 @@ impl Affinity {
         }
     }
 
-    /// A stored pin, at start.
+    /// A pin another instance removed (the row is gone): dropped here
+    /// without being stored again.
+    pub fn forget(&self, key: &PinKey) {
+        self.pins.remove(key);
+    }
+
+    /// A stored pin, at start or as another instance stored it.
     pub fn restore(&self, key: PinKey, pin: Pin) {
         let stored_at = pin.last_used_at;
         self.pins.insert(key, Entry { pin, stored_at });

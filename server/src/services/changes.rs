@@ -5,10 +5,11 @@
 //! registry, combos, aliases, API keys, the resilience settings, the
 //! session leases) and rebuilds a part from the database when it changes. A change made here
 //! rebuilds the part here and names it on the feed ([`feed`]); the store's
-//! writer names the breakers and connection health it stores. Every
-//! instance listens: a part another instance changed is rebuilt; named
-//! breakers and connections are read back and adopted, so an account one
-//! instance saw answer 429 cools on all of them.
+//! writer names the breakers, connection health and session pins it
+//! stores. Every instance listens: a part another instance changed is
+//! rebuilt; named breakers, connections and pins are read back and
+//! adopted, so an account one instance saw answer 429 cools on all of
+//! them, and a session keeps its account whichever instance it reaches.
 //!
 //! Notifications sent while a listener's connection is down are lost, so
 //! after every (re)connect the listener rebuilds the whole configuration
@@ -27,6 +28,7 @@ use crate::{
         feed::{self, Change, Message},
     },
     resilience,
+    routing::affinity::{MAX_PINS, PinKey, stored_pin},
     state::AppState,
     upstream::catalog,
 };
@@ -72,6 +74,28 @@ async fn apply(state: &AppState, change: &Change) -> Result<(), DbErr> {
             }
             Ok(())
         }
+        Change::Pins(ids) => {
+            for (session, provider) in ids.iter().filter_map(|id| id.split_once(':')) {
+                let Some(key) = PinKey::stored(session, provider) else { continue };
+                match db::affinity::get(db, session, provider).await?.and_then(stored_pin) {
+                    Some((key, pin)) => state.routing.affinity.restore(key, pin),
+                    None => state.routing.affinity.forget(&key),
+                }
+            }
+            Ok(())
+        }
+        Change::SignInAdmitted(clients) => {
+            for client in clients.iter().filter_map(|c| c.parse().ok()) {
+                state.auth.login_throttle.admitted_elsewhere(client, state.engine.now());
+            }
+            Ok(())
+        }
+        Change::SignInSucceeded(clients) => {
+            for client in clients.iter().filter_map(|c| c.parse().ok()) {
+                state.auth.login_throttle.succeeded(client);
+            }
+            Ok(())
+        }
         Change::Breakers(providers) => {
             let settings = state.resilience.current();
             for row in db::resilience::load_breakers(db).await? {
@@ -96,6 +120,10 @@ async fn catch_up(state: &AppState) -> Result<(), DbErr> {
     let connections = db::connections::list(&state.db, None).await?;
     for row in &connections {
         state.engine.adopt_connection(&row.id, db::resilience::health_from_row(row));
+    }
+    let now = state.clock.now_ms();
+    for (key, pin) in db::affinity::load(&state.db, now, MAX_PINS).await?.into_iter().filter_map(stored_pin) {
+        state.routing.affinity.restore(key, pin);
     }
     let providers = db::resilience::load_breakers(&state.db).await?.into_iter().map(|r| r.provider).collect();
     apply(state, &Change::Breakers(providers)).await
@@ -150,10 +178,13 @@ async fn listen(state: Weak<AppState>, url: String) {
                 if *message.instance == *state.store.instance {
                     continue;
                 }
-                if let Err(e) = apply(&state, &message.change).await {
-                    tracing::warn!(error = %e, "applying another instance's change failed; catching up");
-                    state.store.caught_up.send_replace(false);
-                    caught_up = false;
+                match apply(&state, &message.change).await {
+                    Ok(()) => state.store.applied.send_modify(|n| *n += 1),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "applying another instance's change failed; catching up");
+                        state.store.caught_up.send_replace(false);
+                        caught_up = false;
+                    }
                 }
             }
             // The connection was lost (and re-established): what was sent

@@ -6,6 +6,7 @@ pub mod aliases;
 pub mod changes;
 pub mod combos;
 pub mod connections;
+pub mod instances;
 pub mod keys;
 pub mod leases;
 pub mod logs;

@@ -138,6 +138,7 @@ async fn build_health(state: &AppState) -> HealthReport {
         waiting_for_cooldown: state.admission.waiting_for_cooldown.load(std::sync::atomic::Ordering::Relaxed),
         session_affinity: session_affinity(state, &snapshot),
         session_leases: session_leases(state, &snapshot),
+        instances: super::instances::list(state).await,
     }
 }
 

@@ -1,11 +1,14 @@
 //! Signing in to the dashboard with the admin password, for
 //! `POST /api/auth/login` and the login page alike: throttled per address
-//! and globally (`auth::login_throttle`), checked by argon2 one at a time.
+//! and globally (`auth::login_throttle`, counted across the instances on
+//! one database), checked by argon2 one at a time.
 
 use std::net::{IpAddr, Ipv4Addr};
 
+use super::changes;
 use crate::{
     auth::{password, sessions},
+    db::feed::Change,
     state::AppState,
 };
 
@@ -26,11 +29,14 @@ pub enum SignInError {
 pub async fn sign_in(state: &AppState, client: Option<IpAddr>, password: &str) -> Result<String, SignInError> {
     let client = client.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
     state.auth.login_throttle.admit(client, state.engine.now()).map_err(SignInError::Throttled)?;
-    // The attempt already counts as a failure (see `login_throttle`).
+    // The attempt already counts as a failure (see `login_throttle`), here
+    // and on the other instances on the database.
+    changes::announce(state, &Change::SignInAdmitted(vec![client.to_string()])).await;
     if !password::check(&state.db, password).await? {
         tracing::warn!(%client, "admin sign-in failed: wrong password");
         return Err(SignInError::WrongPassword);
     }
     state.auth.login_throttle.succeeded(client);
+    changes::announce(state, &Change::SignInSucceeded(vec![client.to_string()])).await;
     Ok(sessions::create(&state.db, state.clock.now_ms()).await?)
 }

@@ -47,6 +47,8 @@ pub struct Store {
     /// SQLite; on Postgres from the change feed's first catch-up read
     /// until its listener loses its connection (readiness, `GET /api/ready`).
     pub caught_up: tokio::sync::watch::Sender<bool>,
+    /// How many changes of other instances this one has applied.
+    pub applied: tokio::sync::watch::Sender<u64>,
 }
 
 impl Store {
@@ -63,7 +65,8 @@ impl Store {
         let (state, outboxes) = state::StateWriter::spawn(db.clone(), clock, instance.clone());
         let logs = LogSink::spawn(db.clone(), log_retention_rows, traffic.clone());
         let caught_up = tokio::sync::watch::Sender::new(!crate::db::feed::shared(db));
-        (Self { logs, traffic, state, instance, caught_up }, outboxes)
+        let applied = tokio::sync::watch::Sender::new(0);
+        (Self { logs, traffic, state, instance, caught_up, applied }, outboxes)
     }
 
     /// Waits until everything queued before this call is stored.

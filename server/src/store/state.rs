@@ -89,8 +89,8 @@ async fn writer(
     }
 }
 
-/// Takes every outbox and stores what it held; names the stored breakers
-/// and connections to the other instances.
+/// Takes every outbox and stores what it held; names the stored breakers,
+/// connections and pins to the other instances.
 async fn write(db: &DatabaseConnection, instance: &str, outboxes: &Outboxes, now: i64) {
     let mut breakers = Vec::new();
     for (provider, b) in outboxes.engine.breakers.take() {
@@ -106,20 +106,13 @@ async fn write(db: &DatabaseConnection, instance: &str, outboxes: &Outboxes, now
             Err(e) => tracing::error!(error = %e, connection_id = %id, "storing connection health failed"),
         }
     }
-    for change in [Change::Breakers(breakers), Change::Health(health)] {
-        if change.ids().is_empty() {
-            continue;
-        }
-        if let Err(e) = db::feed::notify(db, instance, &change).await {
-            tracing::error!(error = %e, "telling the other instances about live state failed");
-        }
-    }
+    let mut pins = Vec::new();
     for (key, pin) in outboxes.pins.take() {
         let (session, provider) = (key.session.hex(), key.provider);
         let stored = match pin {
             Some(pin) => {
                 let row = session_affinity::Model {
-                    key: session,
+                    key: session.clone(),
                     provider: provider.to_owned(),
                     connection_id: pin.connection_id.to_string(),
                     created_at: pin.created_at,
@@ -130,8 +123,17 @@ async fn write(db: &DatabaseConnection, instance: &str, outboxes: &Outboxes, now
             }
             None => db::affinity::delete(db, &session, provider).await,
         };
-        if let Err(e) = stored {
-            tracing::error!(error = %e, provider, "storing a session affinity pin failed");
+        match stored {
+            Ok(()) => pins.push(format!("{session}:{provider}")),
+            Err(e) => tracing::error!(error = %e, provider, "storing a session affinity pin failed"),
+        }
+    }
+    for change in [Change::Breakers(breakers), Change::Health(health), Change::Pins(pins)] {
+        if change.ids().is_empty() {
+            continue;
+        }
+        if let Err(e) = db::feed::notify(db, instance, &change).await {
+            tracing::error!(error = %e, "telling the other instances about live state failed");
         }
     }
     for (id, at) in outboxes.key_uses.take() {

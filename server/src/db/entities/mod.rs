@@ -4,6 +4,7 @@ pub mod api_key;
 pub mod circuit_breaker;
 pub mod combo;
 pub mod dashboard_session;
+pub mod gateway_instance;
 pub mod key_value;
 pub mod model_alias;
 pub mod provider_connection;
