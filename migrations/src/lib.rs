@@ -17,6 +17,7 @@ mod m0008_plan_usage;
 mod m0009_wait_ms;
 mod m0010_log_key;
 mod m0011_gateway_instances;
+mod m0012_model_lockouts;
 
 /// Every migration, oldest first.
 pub struct Migrator;
@@ -36,6 +37,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0009_wait_ms::Migration),
             Box::new(m0010_log_key::Migration),
             Box::new(m0011_gateway_instances::Migration),
+            Box::new(m0012_model_lockouts::Migration),
         ]
     }
 }

@@ -128,7 +128,9 @@ async fn seeded_traffic(db: &sea_orm::DatabaseConnection, now: i64) -> anyhow::R
 
 /// Loads breakers and connection health as the last run left them (an
 /// open breaker stays open, a cooling connection keeps cooling) and the
-/// egress IPs seen in the last 24 h.
+/// egress IPs seen in the last 24 h. Model lockouts are lost on restart
+/// (SPEC §R3); on a shared database the change feed's first catch-up
+/// reads the ones the other instances hold.
 async fn restore_engine(
     engine: &Engine,
     db: &sea_orm::DatabaseConnection,

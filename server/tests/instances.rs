@@ -349,3 +349,41 @@ async fn health_lists_the_instances_and_a_clean_stop_leaves_the_list() {
     assert_eq!(listed().await.len(), 2, "B left; the silent one stays until forgotten");
     a.stop().await;
 }
+
+#[tokio::test]
+async fn a_model_locked_on_one_instance_is_locked_on_the_other() {
+    let (a, b) = pair().await;
+    let fake = FakeUpstream::start().await.unwrap();
+    a.add_connection("openai", "only", "sk-only", &v1(&fake), 0).await;
+    let settings =
+        json!({"modelLockout": {"enabled": true, "baseCooldownMs": 60_000}, "waitForCooldown": {"enabled": false}});
+    assert_eq!(a.api(Method::PATCH, "/api/resilience").json(&settings).send().await.unwrap().status(), 200);
+    within_staleness("the connection and the settings", || async {
+        b.get_json("/api/providers").await["total"] == 1
+            && b.get_json("/api/resilience").await["modelLockout"]["baseCooldownMs"] == 60_000
+    })
+    .await;
+    let gone = json!({"error": {"message": "The model does not exist"}});
+    let rule = Rule {
+        model: Some("gpt-4o".into()),
+        status: Some(404),
+        body: Some(gone),
+        times: Some(1),
+        ..Default::default()
+    };
+    fake.push_rule(rule);
+    assert_eq!(a.chat(chat_body("openai/gpt-4o", false), None).await.status(), 404);
+    let locked = within_staleness("the model lockout", || async { !b.state.engine.lockouts().is_empty() }).await;
+    println!("staleness: model lockout {locked:?}");
+    let asked = fake.requests().len();
+    let resp = b.chat(chat_body("openai/gpt-4o", false), None).await;
+    assert_eq!(resp.status(), 429, "B answers model_cooldown without asking");
+    assert_eq!(fake.requests().len(), asked);
+    // Clearing it on B clears it on A.
+    let clear = json!({"provider": "openai", "model": "gpt-4o"});
+    let clear = b.api(Method::DELETE, "/api/resilience/model-cooldowns").json(&clear).send();
+    assert!(clear.await.unwrap().status().is_success());
+    within_staleness("the cleared lockout", || async { a.state.engine.lockouts().is_empty() }).await;
+    a.stop().await;
+    b.stop().await;
+}

@@ -159,6 +159,29 @@ async fn a_locked_model_answers_model_cooldown_while_other_models_serve() {
 }
 
 #[tokio::test]
+async fn a_single_instance_loses_its_model_lockouts_on_restart() {
+    let (fake, gw, _clock) = start().await;
+    gw.add_connection("openai", "a", "sk-a", &v1(&fake), 0).await;
+    patch(
+        &gw,
+        json!({"modelLockout": {"enabled": true, "baseCooldownMs": 60_000}, "waitForCooldown": {"enabled": false}}),
+    )
+    .await;
+    fake.push_rule(Rule {
+        model: Some("gpt-4o".into()),
+        times: Some(1),
+        ..rule("sk-a", 404, json!({"error": {"message": "The model does not exist"}}))
+    });
+    assert_eq!(gw.chat(chat_body("openai/gpt-4o", false), None).await.status(), 404);
+    assert_eq!(gw.chat(chat_body("openai/gpt-4o", false), None).await.status(), 429, "locked");
+    let dir = gw.stop().await;
+    // The same wall time (the manual clock starts where it did): only the restart lifts it (SPEC §R3).
+    let (gw, _clock) = Gateway::start_with_clock(dir).await;
+    assert_eq!(gw.chat(chat_body("openai/gpt-4o", false), None).await.status(), 200);
+    gw.stop().await;
+}
+
+#[tokio::test]
 async fn an_operator_rule_for_status_400_fails_over_and_cools() {
     let (fake, gw, _clock) = start().await;
     let a = gw.add_connection("openai", "a", "sk-a", &v1(&fake), 0).await;

@@ -45,8 +45,8 @@ async fn ask(gw: &Gateway) -> reqwest::Response {
 /// whole run, so two answers never disagree by the second they were made
 /// in (a later reset reads as the window having rolled over).
 static WINDOW_RESET: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
-    (now.as_secs() + 3600).to_string()
+    use server::resilience::clock::{Clock, SystemClock};
+    (SystemClock.now_ms() / 1000 + 3600).to_string()
 });
 
 /// A 429 with the unified headers: `slow_status` and `extra` beside them.

@@ -29,6 +29,8 @@ pub enum Change {
     Breakers(Vec<String>),
     /// Session affinity pins, as `<session hash hex>:<provider>`.
     Pins(Vec<String>),
+    /// Model lockouts, by connection id (each connection's locks whole).
+    Lockouts(Vec<String>),
     /// Sign-in attempts admitted (counted as failures until they succeed), by client address.
     SignInAdmitted(Vec<String>),
     /// Sign-ins that succeeded (their address is cleared), by client address.
@@ -51,6 +53,7 @@ impl Change {
             Change::Health(_) => "health",
             Change::Breakers(_) => "breakers",
             Change::Pins(_) => "pins",
+            Change::Lockouts(_) => "lockouts",
             Change::SignInAdmitted(_) => "sign-in-admitted",
             Change::SignInSucceeded(_) => "sign-in-succeeded",
         }
@@ -62,6 +65,7 @@ impl Change {
             Change::Health(ids)
             | Change::Breakers(ids)
             | Change::Pins(ids)
+            | Change::Lockouts(ids)
             | Change::SignInAdmitted(ids)
             | Change::SignInSucceeded(ids) => ids,
             _ => &[],
@@ -114,6 +118,7 @@ impl Message {
             "health" => Change::Health(ids()),
             "breakers" => Change::Breakers(ids()),
             "pins" => Change::Pins(ids()),
+            "lockouts" => Change::Lockouts(ids()),
             "sign-in-admitted" => Change::SignInAdmitted(ids()),
             "sign-in-succeeded" => Change::SignInSucceeded(ids()),
             _ => return None,
@@ -156,7 +161,7 @@ mod tests {
             assert_eq!(payloads.len(), 1);
             assert_eq!(Message::parse(&payloads[0]), Some(Message { instance: "abc".into(), change }));
         }
-        assert_eq!(Message::parse("abc lockouts"), None);
+        assert_eq!(Message::parse("abc window"), None);
         assert_eq!(Message::parse(""), None);
     }
 

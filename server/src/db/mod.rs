@@ -12,6 +12,7 @@ pub mod feed;
 pub mod files;
 pub mod instances;
 pub mod leases;
+pub mod lockouts;
 pub mod logs;
 pub mod resilience;
 pub mod settings;

@@ -33,7 +33,7 @@ use super::{
     clock::Clock,
     connection_health::{ConnectionHealth, TerminalStatus},
     egress::EgressMap,
-    lockout::{Lockouts, QuotaScope},
+    lockout::{Lock, Lockouts, QuotaScope},
     provider_cooldown::ProviderCooldowns,
 };
 
@@ -46,6 +46,8 @@ pub const NETWORK_ERROR_DEDUP_MS: i64 = 5_000;
 pub enum Change {
     Breaker(String, Breaker),
     Connection(String, ConnectionHealth),
+    /// A connection's model lockouts, all of them, by key.
+    Lockouts(String, Vec<(String, Lock)>),
 }
 
 /// Where the engine leaves its changes: the newest state of each breaker
@@ -54,17 +56,23 @@ pub enum Change {
 pub struct EngineChanges {
     pub breakers: Arc<Outbox<String, Breaker>>,
     pub connections: Arc<Outbox<String, ConnectionHealth>>,
+    /// Each changed connection's model lockouts.
+    pub lockouts: Arc<Outbox<String, Vec<(String, Lock)>>>,
 }
 
 impl EngineChanges {
     /// Outboxes that wake the store's writer.
     pub fn new(wake: &Arc<Notify>) -> Self {
-        Self { breakers: Arc::new(Outbox::new(wake.clone())), connections: Arc::new(Outbox::new(wake.clone())) }
+        Self {
+            breakers: Arc::new(Outbox::new(wake.clone())),
+            connections: Arc::new(Outbox::new(wake.clone())),
+            lockouts: Arc::new(Outbox::new(wake.clone())),
+        }
     }
 
     /// Outboxes nobody drains (benches, tests of the engine alone).
     pub fn detached() -> Self {
-        Self { breakers: Outbox::detached(), connections: Outbox::detached() }
+        Self { breakers: Outbox::detached(), connections: Outbox::detached(), lockouts: Outbox::detached() }
     }
 }
 
@@ -225,6 +233,30 @@ impl Engine {
         match change {
             Change::Breaker(provider, b) => self.changes.breakers.put(provider, b),
             Change::Connection(id, h) => self.changes.connections.put(id, h),
+            Change::Lockouts(id, locks) => self.changes.lockouts.put(id, locks),
+        }
+    }
+
+    /// Runs `f` on the model lockouts, then puts the locks of every
+    /// connection it changed in the outbox.
+    fn with_lockouts<R>(&self, f: impl FnOnce(&mut Lockouts) -> R) -> R {
+        let mut lockouts = self.lockouts.lock();
+        let result = f(&mut lockouts);
+        for id in lockouts.take_touched() {
+            let locks = lockouts.of_connection(&id);
+            self.emit(Change::Lockouts(id, locks));
+        }
+        result
+    }
+
+    /// Takes a connection's model lockouts as another instance (or the
+    /// last run) stored them, without putting them in the outbox again.
+    pub fn adopt_lockouts(&self, connection_id: &str, locks: Vec<(String, Lock)>) {
+        let now = self.now();
+        let longest = locks.iter().map(|(_, l)| l.until).max().map(|until| u64::try_from(until - now).unwrap_or(0));
+        self.lockouts.lock().replace_connection(connection_id, locks);
+        if let Some(ms) = longest {
+            self.extend_lock_horizon(now, ms);
         }
     }
 
@@ -389,12 +421,13 @@ impl Engine {
 
     /// Lifts model lockouts matching the filters; how many.
     pub fn clear_lockouts(&self, provider: Option<&str>, connection_id: Option<&str>, model: Option<&str>) -> usize {
-        let mut l = self.lockouts.lock();
-        let n = l.clear(provider, connection_id, model);
-        if l.is_empty() {
-            self.lock_horizon.store(i64::MIN, Ordering::Release);
-        }
-        n
+        self.with_lockouts(|l| {
+            let n = l.clear(provider, connection_id, model);
+            if l.is_empty() {
+                self.lock_horizon.store(i64::MIN, Ordering::Release);
+            }
+            n
+        })
     }
 
     /// Active model lockouts, longest remaining first.

@@ -6,10 +6,12 @@
 //! the base wins, even past the cap; a quota verdict without a hint locks
 //! until local midnight; a shorter new lock never shortens a longer one;
 //! successes halve the failure count and at 0 lift the lock. State lives in
-//! memory by design (lost on restart) and the map is bounded.
+//! memory (lost on restart, by design) and the map is bounded; it notes
+//! which connections' locks changed, so that several instances on one
+//! Postgres can share them.
 
 use app::types::settings::{ErrorReason, ModelLockoutSettings};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::classify::until_local_midnight;
 
@@ -102,8 +104,10 @@ pub struct Lock {
     pub reason: ErrorReason,
     pub until: i64,
     pub failure_count: u32,
-    last_failure_at: i64,
-    last_cooldown_ms: u64,
+    /// When the last failure was counted and how long it locked: the
+    /// escalation window runs from it.
+    pub last_failure_at: i64,
+    pub last_cooldown_ms: u64,
 }
 
 /// The cooldown a hint asks for: the hint when longer than the base;
@@ -133,6 +137,8 @@ pub struct LockFailure<'a> {
 #[derive(Default)]
 pub struct Lockouts {
     locks: HashMap<String, Lock>,
+    /// Connections whose locks changed since [`Lockouts::take_touched`].
+    touched: HashSet<String>,
 }
 
 impl Lockouts {
@@ -180,6 +186,7 @@ impl Lockouts {
         if self.locks.len() >= MAX_ENTRIES && !self.locks.contains_key(&k) {
             self.locks.retain(|_, l| l.until > now);
         }
+        self.touched.insert(f.connection_id.to_owned());
         self.locks.insert(
             k,
             Lock {
@@ -217,6 +224,7 @@ impl Lockouts {
         for scope in [LockScope::QuotaFamily, LockScope::BareModel, LockScope::Exact] {
             let k = key(provider, connection_id, model, scope);
             let Some(lock) = self.locks.get_mut(&k) else { continue };
+            self.touched.insert(connection_id.to_owned());
             lock.failure_count /= 2;
             result = (lock.failure_count, lock.failure_count == 0);
             if lock.failure_count == 0 {
@@ -229,12 +237,39 @@ impl Lockouts {
     /// Removes locks matching the filters (`None` = any); how many.
     pub fn clear(&mut self, provider: Option<&str>, connection_id: Option<&str>, model: Option<&str>) -> usize {
         let before = self.locks.len();
+        let touched = &mut self.touched;
         self.locks.retain(|_, l| {
-            !(provider.is_none_or(|p| l.provider == p)
+            let cleared = provider.is_none_or(|p| l.provider == p)
                 && connection_id.is_none_or(|c| l.connection_id == c)
-                && model.is_none_or(|m| l.model.eq_ignore_ascii_case(m)))
+                && model.is_none_or(|m| l.model.eq_ignore_ascii_case(m));
+            if cleared {
+                touched.insert(l.connection_id.clone());
+            }
+            !cleared
         });
         before - self.locks.len()
+    }
+
+    /// The connections whose locks changed since the last call.
+    pub fn take_touched(&mut self) -> Vec<String> {
+        self.touched.drain().collect()
+    }
+
+    /// A connection's locks (expired ones included: they still count for
+    /// escalation), by key.
+    pub fn of_connection(&self, connection_id: &str) -> Vec<(String, Lock)> {
+        self.locks
+            .iter()
+            .filter(|(_, l)| l.connection_id == connection_id)
+            .map(|(k, l)| (k.clone(), l.clone()))
+            .collect()
+    }
+
+    /// Makes `locks` a connection's locks, as another instance (or the
+    /// last run) stored them; not noted as a change of this process.
+    pub fn replace_connection(&mut self, connection_id: &str, locks: Vec<(String, Lock)>) {
+        self.locks.retain(|_, l| l.connection_id != connection_id);
+        self.locks.extend(locks);
     }
 
     /// Active locks, longest remaining first.

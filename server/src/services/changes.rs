@@ -5,9 +5,9 @@
 //! registry, combos, aliases, API keys, the resilience settings, the
 //! session leases) and rebuilds a part from the database when it changes. A change made here
 //! rebuilds the part here and names it on the feed ([`feed`]); the store's
-//! writer names the breakers, connection health and session pins it
-//! stores. Every instance listens: a part another instance changed is
-//! rebuilt; named breakers, connections and pins are read back and
+//! writer names the breakers, connection health, model lockouts and
+//! session pins it stores. Every instance listens: a part another instance changed is
+//! rebuilt; named breakers, connections, lockouts and pins are read back and
 //! adopted, so an account one instance saw answer 429 cools on all of
 //! them, and a session keeps its account whichever instance it reaches.
 //!
@@ -74,6 +74,12 @@ async fn apply(state: &AppState, change: &Change) -> Result<(), DbErr> {
             }
             Ok(())
         }
+        Change::Lockouts(ids) => {
+            for id in ids {
+                state.engine.adopt_lockouts(id, db::lockouts::of_connection(db, id).await?);
+            }
+            Ok(())
+        }
         Change::Pins(ids) => {
             for (session, provider) in ids.iter().filter_map(|id| id.split_once(':')) {
                 let Some(key) = PinKey::stored(session, provider) else { continue };
@@ -118,8 +124,11 @@ async fn catch_up(state: &AppState) -> Result<(), DbErr> {
         apply(state, &part).await?;
     }
     let connections = db::connections::list(&state.db, None).await?;
+    let mut locks = db::lockouts::load(&state.db, state.engine.now()).await?;
     for row in &connections {
         state.engine.adopt_connection(&row.id, db::resilience::health_from_row(row));
+        let mine = locks.extract_if(.., |(_, l)| l.connection_id == row.id).collect();
+        state.engine.adopt_lockouts(&row.id, mine);
     }
     let now = state.clock.now_ms();
     for (key, pin) in db::affinity::load(&state.db, now, MAX_PINS).await?.into_iter().filter_map(stored_pin) {

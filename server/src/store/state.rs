@@ -1,6 +1,6 @@
-//! Write-behind persistence of live state: the engine's breakers and
-//! connection health, the session affinity pins and the API keys' last
-//! use. Each producer leaves its changes in its own outbox (see
+//! Write-behind persistence of live state: the engine's breakers,
+//! connection health and (on a shared database) model lockouts, the
+//! session affinity pins and the API keys' last use. Each producer leaves its changes in its own outbox (see
 //! [`crate::outbox`]: the newest per key, never dropped) and never waits;
 //! this task wakes on a change, takes every outbox and writes what it took.
 //! `flush` waits until everything put before it is stored (shutdown, tests).
@@ -90,7 +90,7 @@ async fn writer(
 }
 
 /// Takes every outbox and stores what it held; names the stored breakers,
-/// connections and pins to the other instances.
+/// connections, lockouts and pins to the other instances.
 async fn write(db: &DatabaseConnection, instance: &str, outboxes: &Outboxes, now: i64) {
     let mut breakers = Vec::new();
     for (provider, b) in outboxes.engine.breakers.take() {
@@ -104,6 +104,16 @@ async fn write(db: &DatabaseConnection, instance: &str, outboxes: &Outboxes, now
         match db::resilience::save_health(db, &id, &h, now).await {
             Ok(()) => health.push(id),
             Err(e) => tracing::error!(error = %e, connection_id = %id, "storing connection health failed"),
+        }
+    }
+    // Model lockouts are kept only to be shared: a single instance loses
+    // them on restart (SPEC §R3).
+    let mut lockouts = Vec::new();
+    let shared = db::feed::shared(db);
+    for (id, locks) in outboxes.engine.lockouts.take().into_iter().filter(|_| shared) {
+        match db::lockouts::replace(db, &id, &locks).await {
+            Ok(()) => lockouts.push(id),
+            Err(e) => tracing::error!(error = %e, connection_id = %id, "storing model lockouts failed"),
         }
     }
     let mut pins = Vec::new();
@@ -128,7 +138,7 @@ async fn write(db: &DatabaseConnection, instance: &str, outboxes: &Outboxes, now
             Err(e) => tracing::error!(error = %e, provider, "storing a session affinity pin failed"),
         }
     }
-    for change in [Change::Breakers(breakers), Change::Health(health), Change::Pins(pins)] {
+    for change in [Change::Breakers(breakers), Change::Health(health), Change::Lockouts(lockouts), Change::Pins(pins)] {
         if change.ids().is_empty() {
             continue;
         }

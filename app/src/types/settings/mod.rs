@@ -470,12 +470,12 @@ impl ErrorReason {
         Self::RequestRejected,
     ];
 
-    /// The wire spelling (`rate_limited`, …).
     /// The reason named `s` (as [`Self::as_str`] spells it).
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|r| r.as_str() == s)
     }
 
+    /// The wire spelling (`rate_limited`, …).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::RateLimited => "rate_limited",

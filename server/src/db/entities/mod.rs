@@ -7,6 +7,7 @@ pub mod dashboard_session;
 pub mod gateway_instance;
 pub mod key_value;
 pub mod model_alias;
+pub mod model_lockout;
 pub mod provider_connection;
 pub mod proxy_log;
 pub mod session_affinity;

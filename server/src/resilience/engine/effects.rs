@@ -79,8 +79,7 @@ impl Engine {
             hint_ms: hint,
             now_ms: now,
         };
-        let locked = {
-            let mut lockouts = self.lockouts.lock();
+        let locked = self.with_lockouts(|lockouts| {
             if model_scoped || (f.disable_cooling && verdict.cooldown_ms > 0) {
                 Some(lockouts.force(&lock, verdict.cooldown_ms.min(settings.model_lockout.max_cooldown_ms)))
             } else if per_model == Some(true) {
@@ -95,7 +94,7 @@ impl Engine {
             } else {
                 lockouts.record_failure(&lock, &settings.model_lockout)
             }
-        };
+        });
         if let Some(cooldown_ms) = locked {
             self.extend_lock_horizon(now, cooldown_ms);
         }
@@ -131,12 +130,12 @@ impl Engine {
             hint_ms: Some(cooldown_ms),
             now_ms: now,
         };
-        let applied = self.lockouts.lock().force(&lock, cooldown_ms);
+        let applied = self.with_lockouts(|l| l.force(&lock, cooldown_ms));
         self.extend_lock_horizon(now, applied);
     }
 
     /// Lockouts matter (lock, then escalation window) until this horizon.
-    fn extend_lock_horizon(&self, now: i64, cooldown_ms: u64) {
+    pub(super) fn extend_lock_horizon(&self, now: i64, cooldown_ms: u64) {
         let matters_for = cooldown_ms.saturating_add(ESCALATION_WINDOW_MS).saturating_mul(2);
         let horizon = now.saturating_add(i64::try_from(matters_for).unwrap_or(i64::MAX));
         self.lock_horizon.fetch_max(horizon, Ordering::AcqRel);
@@ -183,7 +182,7 @@ impl Engine {
             slot.clean.store(*h == ConnectionHealth::default(), Ordering::Release);
         }
         if now < self.lock_horizon.load(Ordering::Acquire) {
-            self.lockouts.lock().decay(provider, connection_id, model);
+            self.with_lockouts(|l| l.decay(provider, connection_id, model));
         }
     }
 
