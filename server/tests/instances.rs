@@ -387,3 +387,161 @@ async fn a_model_locked_on_one_instance_is_locked_on_the_other() {
     a.stop().await;
     b.stop().await;
 }
+
+/// A gateway binary of its own (a process that can be killed), on `url`.
+struct Process {
+    child: tokio::process::Child,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Process {
+    /// Starts the binary on a free port and waits until it answers ready.
+    async fn start(database_url: &str) -> Process {
+        let dir = tempfile::tempdir().unwrap();
+        for _ in 0..3 {
+            let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+            let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_omniroute"))
+                .args(["serve", "--port", &port.to_string()])
+                .env("DATA_DIR", dir.path())
+                .env("DATABASE_URL", database_url)
+                .env("OMNIROUTE_SECRET_KEY", "one key for every instance")
+                .env("OMNIROUTE_MANAGEMENT_KEY", common::MGMT_KEY)
+                .env("INITIAL_PASSWORD", common::ADMIN_PASSWORD)
+                .env("OMNIROUTE_WORKERS", "1")
+                .env("RATE_LIMIT_AUTO_ENABLE", "false")
+                .env("OMNIROUTE_LOG", "warn")
+                .stdout(std::process::Stdio::null())
+                .kill_on_drop(true)
+                .spawn()
+                .unwrap();
+            let mut process =
+                Process { child, url: format!("http://127.0.0.1:{port}"), _dir: tempfile::tempdir().unwrap() };
+            let http = reqwest::Client::new();
+            let started = Instant::now();
+            while started.elapsed() < Duration::from_secs(30) {
+                if process.child.try_wait().unwrap().is_some() {
+                    break; // the port was taken meanwhile: try another
+                }
+                let ready = http.get(format!("{}/api/ready", process.url)).send().await;
+                if ready.is_ok_and(|r| r.status() == 200) {
+                    process._dir = dir;
+                    return process;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        panic!("the gateway binary did not become ready");
+    }
+
+    fn api(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
+        reqwest::Client::new().request(method, format!("{}{path}", self.url)).bearer_auth(common::MGMT_KEY)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_instance_loses_only_its_last_log_rows_and_the_other_serves_on() {
+    let url = common::fresh_postgres_database().await;
+    let fake = FakeUpstream::start().await.unwrap();
+    let (mut a, b) = (Process::start(&url).await, Process::start(&url).await);
+    let conn = json!({"provider": "openai", "name": "shared", "apiKey": "sk-shared", "baseUrl": v1(&fake)});
+    assert_eq!(a.api(Method::POST, "/api/providers").json(&conn).send().await.unwrap().status(), 201);
+    let held =
+        json!({"provider": "openai", "name": "leased", "apiKey": "sk-leased", "baseUrl": v1(&fake), "priority": 1});
+    let held =
+        a.api(Method::POST, "/api/providers").json(&held).send().await.unwrap().json::<serde_json::Value>().await;
+    let held = held.unwrap()["connection"]["id"].as_str().unwrap().to_owned();
+    let key = |body: serde_json::Value| {
+        let a = &a;
+        async move {
+            let created = a.api(Method::POST, "/api/keys").json(&body).send().await.unwrap();
+            let created: serde_json::Value = created.json().await.unwrap();
+            created["key"].as_str().unwrap_or_else(|| panic!("{created}")).to_owned()
+        }
+    };
+    let (ka, kb) = (key(json!({"name": "to-a"})).await, key(json!({"name": "to-b"})).await);
+    let kl =
+        key(json!({"name": "lease", "scopes": ["inference", "lease:exclusive"], "allowedConnections": [held]})).await;
+    let http = reqwest::Client::new();
+    let ask = {
+        let http = http.clone();
+        move |url: String, key: String| {
+            let http = http.clone();
+            async move {
+                let body = chat_body("openai/gpt-4o-mini", false);
+                http.post(format!("{url}/v1/chat/completions")).bearer_auth(key).json(&body).send().await
+            }
+        }
+    };
+    within_staleness("the connection and keys made on A, on B", || async {
+        ask(b.url.clone(), kb.clone()).await.is_ok_and(|r| r.status() == 200)
+    })
+    .await;
+    // A lease taken through A.
+    let owner = format!("vlo_{}", "k".repeat(43));
+    let lease = |url: &str, action: serde_json::Value| {
+        http.post(format!("{url}/api/v1/session-leases"))
+            .bearer_auth(&kl)
+            .header("x-omniroute-lease-owner", &owner)
+            .json(&action)
+            .send()
+    };
+    let taken = lease(&a.url, json!({"action": "acquire", "model": "openai/gpt-4o-mini"})).await.unwrap();
+    assert_eq!(taken.status(), 200);
+
+    // Traffic through both; A is killed (SIGKILL) mid-traffic.
+    let answered_by_a: Arc<parking_lot::Mutex<Vec<Instant>>> = Arc::default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients: Vec<_> = (0..4)
+        .map(|_| {
+            let (answered, stop, ask) = (answered_by_a.clone(), stop.clone(), ask.clone());
+            let (url, key) = (a.url.clone(), ka.clone());
+            #[expect(clippy::disallowed_methods, reason = "traffic runs beside the kill")]
+            tokio::spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    match ask(url.clone(), key.clone()).await {
+                        Ok(r) if r.status() == 200 => answered.lock().push(Instant::now()),
+                        _ => return,
+                    }
+                }
+            })
+        })
+        .collect();
+    // Two seconds of traffic, so that "its last moments" are a small part of it.
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(2) {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(answered_by_a.lock().len() > 100, "A served {} requests", answered_by_a.lock().len());
+    a.child.start_kill().unwrap();
+    a.child.wait().await.unwrap();
+    let killed_at = Instant::now();
+    stop.store(true, Ordering::Relaxed);
+    for c in clients {
+        c.await.unwrap();
+    }
+    // B serves on.
+    for _ in 0..20 {
+        assert_eq!(ask(b.url.clone(), kb.clone()).await.unwrap().status(), 200);
+    }
+    // The lease keeps its fence: its owner renews it through B.
+    let renewed = lease(&b.url, json!({"action": "renew", "generation": 1})).await.unwrap();
+    assert_eq!(renewed.status(), 200, "{}", renewed.text().await.unwrap());
+    // A's log rows: all but its last moments' are stored.
+    let answered = answered_by_a.lock().clone();
+    let last_moments = answered.iter().filter(|t| killed_at.duration_since(**t) < Duration::from_millis(500)).count();
+    let usage = b.api(Method::GET, "/api/usage?groupBy=key").send().await.unwrap().json::<serde_json::Value>().await;
+    let usage = usage.unwrap();
+    let stored = usage["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == "to-a")
+        .map_or(0, |g| g["requests"].as_u64().unwrap());
+    let lost = (answered.len() as u64).saturating_sub(stored);
+    println!(
+        "kill -9: A answered {}, stored {stored}, lost {lost} (answered in its last 500 ms: {last_moments})",
+        answered.len()
+    );
+    assert!(stored > 0 && lost <= last_moments as u64, "lost {lost} rows, more than its last 500 ms ({last_moments})");
+}
