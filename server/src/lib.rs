@@ -66,7 +66,7 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
     let resilience = services::resilience::load(&db, config.resilience_env.clone()).await?;
     let traffic = seeded_traffic(&db, clock.now_ms()).await?;
     let (store, outboxes) = Store::spawn(&db, config.log_retention_rows, traffic, clock.clone());
-    let routing = Routing::new(clock.clone(), outboxes.pins);
+    let routing = Routing::new(clock.clone(), outboxes.pins, outboxes.tool_limits);
     let engine = Engine::new(clock.clone(), outboxes.engine);
     restore_engine(&engine, &db, &resilience.current()).await?;
     restore_pins(&routing.affinity, &db, engine.now()).await?;

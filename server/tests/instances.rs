@@ -545,3 +545,24 @@ async fn a_killed_instance_loses_only_its_last_log_rows_and_the_other_serves_on(
     );
     assert!(stored > 0 && lost <= last_moments as u64, "lost {lost} rows, more than its last 500 ms ({last_moments})");
 }
+
+#[tokio::test]
+async fn a_tool_limit_learnt_on_one_instance_is_known_on_the_other() {
+    let (a, b) = pair().await;
+    let fake = FakeUpstream::start().await.unwrap();
+    a.add_connection("openai", "only", "sk-only", &v1(&fake), 0).await;
+    let refusal = "Invalid 'tools': array too long. Expected an array with maximum length 2, but got an array with length 3 instead.";
+    let body = json!({"error": {"message": refusal, "type": "invalid_request_error", "param": "tools"}});
+    fake.push_rule(Rule { status: Some(400), body: Some(body), times: Some(1), ..Default::default() });
+    let tools: Vec<_> =
+        (0..3).map(|i| json!({"type": "function", "function": {"name": format!("t{i}"), "parameters": {}}})).collect();
+    let asked = json!({"model": "openai/gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}], "tools": tools});
+    assert_eq!(a.chat(asked, None).await.status(), 400);
+    assert_eq!(a.state.routing.tool_limits.refused_from("openai", "gpt-4o-mini"), Some(3));
+    within_staleness("the tool limit", || async {
+        b.state.routing.tool_limits.refused_from("openai", "gpt-4o-mini") == Some(3)
+    })
+    .await;
+    a.stop().await;
+    b.stop().await;
+}

@@ -31,6 +31,8 @@ pub enum Change {
     Pins(Vec<String>),
     /// Model lockouts, by connection id (each connection's locks whole).
     Lockouts(Vec<String>),
+    /// Tool counts a provider's model refused ([`tool_limit`]).
+    ToolLimits(Vec<String>),
     /// Sign-in attempts admitted (counted as failures until they succeed), by client address.
     SignInAdmitted(Vec<String>),
     /// Sign-ins that succeeded (their address is cleared), by client address.
@@ -54,6 +56,7 @@ impl Change {
             Change::Breakers(_) => "breakers",
             Change::Pins(_) => "pins",
             Change::Lockouts(_) => "lockouts",
+            Change::ToolLimits(_) => "tool-limits",
             Change::SignInAdmitted(_) => "sign-in-admitted",
             Change::SignInSucceeded(_) => "sign-in-succeeded",
         }
@@ -66,6 +69,7 @@ impl Change {
             | Change::Breakers(ids)
             | Change::Pins(ids)
             | Change::Lockouts(ids)
+            | Change::ToolLimits(ids)
             | Change::SignInAdmitted(ids)
             | Change::SignInSucceeded(ids) => ids,
             _ => &[],
@@ -119,12 +123,28 @@ impl Message {
             "breakers" => Change::Breakers(ids()),
             "pins" => Change::Pins(ids()),
             "lockouts" => Change::Lockouts(ids()),
+            "tool-limits" => Change::ToolLimits(ids()),
             "sign-in-admitted" => Change::SignInAdmitted(ids()),
             "sign-in-succeeded" => Change::SignInSucceeded(ids()),
             _ => return None,
         };
         Some(Message { instance: instance.to_owned(), change })
     }
+}
+
+/// A learnt tool limit as the feed names it: `<count>:<provider>:<model
+/// in hex>` (a model name may hold any character).
+pub fn tool_limit(provider: &str, model: &str, refused_from: usize) -> String {
+    format!("{refused_from}:{provider}:{}", hex::encode(model))
+}
+
+/// Reads [`tool_limit`]: (provider, model, count).
+pub fn read_tool_limit(named: &str) -> Option<(&str, String, usize)> {
+    let mut parts = named.splitn(3, ':');
+    let count = parts.next()?.parse().ok()?;
+    let provider = parts.next()?;
+    let model = String::from_utf8(hex::decode(parts.next()?).ok()?).ok()?;
+    Some((provider, model, count))
 }
 
 /// Whether other instances may share this database (Postgres).
@@ -163,6 +183,13 @@ mod tests {
         }
         assert_eq!(Message::parse("abc window"), None);
         assert_eq!(Message::parse(""), None);
+    }
+
+    #[test]
+    fn a_tool_limit_reads_back_whatever_the_model_name_holds() {
+        let named = tool_limit("openai", "ft:gpt 4o, custom", 129);
+        assert_eq!(read_tool_limit(&named), Some(("openai", "ft:gpt 4o, custom".to_owned(), 129)));
+        assert_eq!(read_tool_limit("x:openai:zz"), None);
     }
 
     #[test]

@@ -6,27 +6,55 @@
 //! again. So a refusal for the tool count is remembered per provider and
 //! model: the smallest count known to be refused (one more than the limit
 //! the message states, else the count sent). In memory: a restart
-//! relearns it from the next refusal.
+//! relearns it from the next refusal. What is learnt goes in an outbox, so
+//! that other instances on a shared database learn it too.
 //!
 //! The table is empty until a provider first refuses; until then a request
 //! pays one atomic load to learn there is nothing to check.
 
 use dashmap::DashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{
+    Arc,
+    atomic::{AtomicBool, Ordering},
+};
+
+use crate::outbox::Outbox;
+
+/// What was learnt: the refused count per provider and model.
+pub type ToolLimitChanges = Outbox<(&'static str, String), usize>;
 
 /// Counts of tools each provider and model refused.
-#[derive(Default)]
 pub struct ToolLimits {
     any: AtomicBool,
     refused_from: DashMap<(&'static str, String), usize>,
+    changes: Arc<ToolLimitChanges>,
 }
 
 impl ToolLimits {
+    /// An empty table whose lessons go to `changes`.
+    pub fn new(changes: Arc<ToolLimitChanges>) -> Self {
+        Self { any: AtomicBool::new(false), refused_from: DashMap::new(), changes }
+    }
+
     /// Remembers that `provider`'s `model` refuses `refused_from` tools or more.
     pub fn learn(&self, provider: &'static str, model: &str, refused_from: usize) {
-        let mut entry = self.refused_from.entry((provider, model.to_owned())).or_insert(refused_from);
+        if self.keep(provider, model, refused_from) {
+            self.changes.put((provider, model.to_owned()), refused_from);
+        }
+    }
+
+    /// What another instance learnt (not put in the outbox again).
+    pub fn adopt(&self, provider: &'static str, model: &str, refused_from: usize) {
+        self.keep(provider, model, refused_from);
+    }
+
+    /// Keeps the smaller count; whether it was news.
+    fn keep(&self, provider: &'static str, model: &str, refused_from: usize) -> bool {
+        let mut entry = self.refused_from.entry((provider, model.to_owned())).or_insert(usize::MAX);
+        let news = refused_from < *entry;
         *entry = (*entry).min(refused_from);
         self.any.store(true, Ordering::Relaxed);
+        news
     }
 
     /// The smallest count of tools `provider`'s `model` is known to refuse.
@@ -93,12 +121,21 @@ mod tests {
 
     #[test]
     fn the_smallest_refused_count_is_kept_per_provider_and_model() {
-        let limits = ToolLimits::default();
+        let changes = Outbox::detached();
+        let limits = ToolLimits::new(changes.clone());
         assert_eq!(limits.refused_from("openai", "gpt-4o"), None);
         limits.learn("openai", "gpt-4o", 140);
         limits.learn("openai", "gpt-4o", 129);
         limits.learn("openai", "gpt-4o", 135);
         assert_eq!(limits.refused_from("openai", "gpt-4o"), Some(129));
+        assert_eq!(
+            changes.take().into_iter().collect::<Vec<_>>(),
+            [(("openai", "gpt-4o".to_owned()), 129)],
+            "news only"
+        );
+        limits.adopt("openai", "gpt-4o", 100);
+        assert_eq!(limits.refused_from("openai", "gpt-4o"), Some(100));
+        assert!(changes.take().is_empty(), "what another instance learnt is not sent back");
         assert_eq!(limits.refused_from("openai", "gpt-4o-mini"), None);
         assert_eq!(limits.refused_from("deepseek", "gpt-4o"), None);
     }

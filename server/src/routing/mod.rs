@@ -19,7 +19,10 @@ pub mod view;
 
 use std::sync::Arc;
 
-use crate::resilience::{clock::Clock, tool_limits::ToolLimits};
+use crate::resilience::{
+    clock::Clock,
+    tool_limits::{ToolLimitChanges, ToolLimits},
+};
 
 /// The live state routing decisions read (besides the engine's health):
 /// what may be addressed, who is pinned or leased where, and what the
@@ -46,8 +49,9 @@ pub struct Routing {
 }
 
 impl Routing {
-    /// Empty registries (filled by their `reload`); pins go to `pins`.
-    pub fn new(clock: Arc<dyn Clock>, pins: Arc<affinity::PinChanges>) -> Self {
+    /// Empty registries (filled by their `reload`); pins go to `pins`,
+    /// learnt tool limits to `tool_limits`.
+    pub fn new(clock: Arc<dyn Clock>, pins: Arc<affinity::PinChanges>, tool_limits: Arc<ToolLimitChanges>) -> Self {
         Self {
             connections: Default::default(),
             combos: Default::default(),
@@ -55,7 +59,7 @@ impl Routing {
             affinity: affinity::Affinity::new(clock.clone(), pins),
             leases: leases::Leases::new(clock),
             quotas: Default::default(),
-            tool_limits: Default::default(),
+            tool_limits: ToolLimits::new(tool_limits),
             combo_states: Default::default(),
             handoffs: Default::default(),
             connection_order: Default::default(),

@@ -213,7 +213,7 @@ mod tests {
         let conn =
             |id: &str| LiveConnection::new(id.into(), openai, BaseUrl::parse("http://127.0.0.1:1/v1").unwrap(), None);
         World {
-            routing: Routing::new(clock.clone(), PinChanges::detached()),
+            routing: Routing::new(clock.clone(), PinChanges::detached(), crate::outbox::Outbox::detached()),
             engine: Engine::new(clock, EngineChanges::detached()),
             snapshot: Snapshot::from_live([conn("a"), conn("b"), conn("c")]),
             settings: ResilienceSettings::default(),

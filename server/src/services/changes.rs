@@ -80,6 +80,14 @@ async fn apply(state: &AppState, change: &Change) -> Result<(), DbErr> {
             }
             Ok(())
         }
+        Change::ToolLimits(learnt) => {
+            for (provider, model, count) in learnt.iter().filter_map(|n| feed::read_tool_limit(n)) {
+                if let Some(provider) = catalog::find(provider) {
+                    state.routing.tool_limits.adopt(provider.id, &model, count);
+                }
+            }
+            Ok(())
+        }
         Change::Pins(ids) => {
             for (session, provider) in ids.iter().filter_map(|id| id.split_once(':')) {
                 let Some(key) = PinKey::stored(session, provider) else { continue };

@@ -13,8 +13,12 @@ use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::{
     auth::api_keys::KeyUses,
-    db::{self, entities::session_affinity, feed::Change},
-    resilience::{clock::Clock, engine::EngineChanges},
+    db::{
+        self,
+        entities::session_affinity,
+        feed::{self, Change},
+    },
+    resilience::{clock::Clock, engine::EngineChanges, tool_limits::ToolLimitChanges},
     routing::affinity::PinChanges,
 };
 
@@ -24,6 +28,8 @@ pub struct Outboxes {
     pub engine: EngineChanges,
     pub pins: Arc<PinChanges>,
     pub key_uses: Arc<KeyUses>,
+    /// Tool limits learnt: not stored, only told to other instances.
+    pub tool_limits: Arc<ToolLimitChanges>,
 }
 
 impl Outboxes {
@@ -33,6 +39,7 @@ impl Outboxes {
             engine: EngineChanges::new(wake),
             pins: Arc::new(Outbox::new(wake.clone())),
             key_uses: Arc::new(Outbox::new(wake.clone())),
+            tool_limits: Arc::new(Outbox::new(wake.clone())),
         }
     }
 }
@@ -138,7 +145,16 @@ async fn write(db: &DatabaseConnection, instance: &str, outboxes: &Outboxes, now
             Err(e) => tracing::error!(error = %e, provider, "storing a session affinity pin failed"),
         }
     }
-    for change in [Change::Breakers(breakers), Change::Health(health), Change::Lockouts(lockouts), Change::Pins(pins)] {
+    let learnt = outboxes.tool_limits.take().into_iter().filter(|_| shared);
+    let tool_limits = learnt.map(|((provider, model), n)| feed::tool_limit(provider, &model, n)).collect();
+    let live = [
+        Change::Breakers(breakers),
+        Change::Health(health),
+        Change::Lockouts(lockouts),
+        Change::Pins(pins),
+        Change::ToolLimits(tool_limits),
+    ];
+    for change in live {
         if change.ids().is_empty() {
             continue;
         }
