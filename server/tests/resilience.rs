@@ -130,21 +130,28 @@ async fn credits_exhaustion_is_terminal_and_answers_401_until_reset() {
     gw.stop().await;
 }
 
-#[tokio::test]
-async fn a_locked_model_answers_model_cooldown_while_other_models_serve() {
-    let (fake, gw, clock) = start().await;
-    gw.add_connection("openai", "a", "sk-a", &v1(&fake), 0).await;
-    // Not waiting for the lock here: the answer says when to come back.
+/// One connection `a`, model lockout on for 60 s (no waiting: the answer
+/// says when to come back), and a 404 for `gpt-4o` (`times` times, or
+/// always) that locks it.
+async fn lock_gpt_4o(fake: &FakeUpstream, gw: &Gateway, times: Option<u32>) {
+    gw.add_connection("openai", "a", "sk-a", &v1(fake), 0).await;
     patch(
-        &gw,
+        gw,
         json!({"modelLockout": {"enabled": true, "baseCooldownMs": 60_000}, "waitForCooldown": {"enabled": false}}),
     )
     .await;
     fake.push_rule(Rule {
         model: Some("gpt-4o".into()),
+        times,
         ..rule("sk-a", 404, json!({"error": {"message": "The model does not exist"}}))
     });
     assert_eq!(gw.chat(chat_body("openai/gpt-4o", false), None).await.status(), 404);
+}
+
+#[tokio::test]
+async fn a_locked_model_answers_model_cooldown_while_other_models_serve() {
+    let (fake, gw, clock) = start().await;
+    lock_gpt_4o(&fake, &gw, None).await;
     let locked = gw.chat(chat_body("openai/gpt-4o", false), None).await;
     assert_eq!(locked.status(), 429);
     assert_eq!(locked.headers()["retry-after"], "60");
@@ -161,18 +168,7 @@ async fn a_locked_model_answers_model_cooldown_while_other_models_serve() {
 #[tokio::test]
 async fn a_single_instance_loses_its_model_lockouts_on_restart() {
     let (fake, gw, _clock) = start().await;
-    gw.add_connection("openai", "a", "sk-a", &v1(&fake), 0).await;
-    patch(
-        &gw,
-        json!({"modelLockout": {"enabled": true, "baseCooldownMs": 60_000}, "waitForCooldown": {"enabled": false}}),
-    )
-    .await;
-    fake.push_rule(Rule {
-        model: Some("gpt-4o".into()),
-        times: Some(1),
-        ..rule("sk-a", 404, json!({"error": {"message": "The model does not exist"}}))
-    });
-    assert_eq!(gw.chat(chat_body("openai/gpt-4o", false), None).await.status(), 404);
+    lock_gpt_4o(&fake, &gw, Some(1)).await;
     assert_eq!(gw.chat(chat_body("openai/gpt-4o", false), None).await.status(), 429, "locked");
     let dir = gw.stop().await;
     // The same wall time (the manual clock starts where it did): only the restart lifts it (SPEC §R3).

@@ -132,6 +132,14 @@ impl Message {
     }
 }
 
+/// [`notify`], for a change already written and in force: a failure is
+/// logged (the others catch up when their listener reconnects).
+pub async fn announce(db: &DatabaseConnection, instance: &str, change: &Change) {
+    if let Err(e) = notify(db, instance, change).await {
+        tracing::error!(error = %e, "telling the other instances about a change failed");
+    }
+}
+
 /// A learnt tool limit as the feed names it: `<count>:<provider>:<model
 /// in hex>` (a model name may hold any character).
 pub fn tool_limit(provider: &str, model: &str, refused_from: usize) -> String {

@@ -40,16 +40,8 @@ const RECONNECT_AFTER: Duration = Duration::from_secs(1);
 /// tells the other instances to do the same.
 pub async fn changed(state: &AppState, change: Change) -> Result<(), DbErr> {
     apply(state, &change).await?;
-    announce(state, &change).await;
+    feed::announce(&state.db, &state.store.instance, &change).await;
     Ok(())
-}
-
-/// Tells the other instances about `change`, already written and in
-/// force here. A failure is logged: they catch up when they reconnect.
-pub async fn announce(state: &AppState, change: &Change) {
-    if let Err(e) = feed::notify(&state.db, &state.store.instance, change).await {
-        tracing::error!(error = %e, "telling the other instances about a change failed");
-    }
 }
 
 /// Brings this process's memory in line with what the database holds for `change`.

@@ -19,11 +19,10 @@
 
 use sea_orm::{DatabaseConnection, DbErr};
 
-use super::changes;
 use crate::{
     auth::api_keys::KeyEntry,
     db::{
-        feed::Change,
+        feed::{self, Change},
         leases::{self as repo, Taken},
     },
     resilience::breaker::BreakerState,
@@ -112,7 +111,7 @@ pub async fn acquire(
         match repo::insert(&state.db, lease.active_row(now)).await? {
             Taken::Yes => {
                 state.routing.leases.put(lease.clone());
-                changes::announce(state, &Change::Leases).await;
+                feed::announce(&state.db, &state.store.instance, &Change::Leases).await;
                 tracing::info!(provider, generation = lease.generation, "session lease acquired");
                 return Ok(lease);
             }
@@ -154,7 +153,7 @@ pub async fn release(
     };
     repo::release(&state.db, &lease.id, state.routing.leases.now(), reason).await?;
     state.routing.leases.remove(&owner);
-    changes::announce(state, &Change::Leases).await;
+    feed::announce(&state.db, &state.store.instance, &Change::Leases).await;
     tracing::info!(provider = lease.provider, generation, "session lease released");
     Ok(())
 }
@@ -199,7 +198,7 @@ pub async fn follow_health(state: &AppState, key: &KeyEntry, lease: Lease, model
         return Err(LeaseError::Stale(Stale::NoLease));
     }
     state.routing.leases.put(moved.clone());
-    changes::announce(state, &Change::Leases).await;
+    feed::announce(&state.db, &state.store.instance, &Change::Leases).await;
     tracing::info!(
         provider = moved.provider,
         generation = moved.generation,
@@ -212,7 +211,7 @@ async fn extend(state: &AppState, mut lease: Lease, ttl_ms: u64) -> Result<Lease
     lease.expires_at = state.routing.leases.now().saturating_add(i64::try_from(ttl_ms).unwrap_or(i64::MAX));
     repo::renew(&state.db, &lease.id, lease.expires_at).await?;
     state.routing.leases.put(lease.clone());
-    changes::announce(state, &Change::Leases).await;
+    feed::announce(&state.db, &state.store.instance, &Change::Leases).await;
     Ok(lease)
 }
 

@@ -9,7 +9,10 @@ use serde_json::Value;
 
 use super::ServiceError;
 use crate::{
-    db::{feed::Change, settings as kv},
+    db::{
+        feed::{self, Change},
+        settings as kv,
+    },
     resilience::settings::SettingsHandle,
     state::AppState,
     upstream::catalog,
@@ -78,6 +81,6 @@ pub async fn patch(state: &AppState, patch: &Value) -> Result<ResilienceSettings
     kv::put(&state.db, KEY, &doc.to_string(), state.clock.now_ms()).await?;
     tracing::info!(sections = ?patch.as_object().map(|o| o.keys().collect::<Vec<_>>()), "resilience settings changed");
     handle.replace(next.clone());
-    super::changes::announce(state, &Change::Settings).await;
+    feed::announce(&state.db, &state.store.instance, &Change::Settings).await;
     Ok(next)
 }

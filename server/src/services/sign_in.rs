@@ -5,10 +5,9 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 
-use super::changes;
 use crate::{
     auth::{password, sessions},
-    db::feed::Change,
+    db::feed::{self, Change},
     state::AppState,
 };
 
@@ -31,12 +30,12 @@ pub async fn sign_in(state: &AppState, client: Option<IpAddr>, password: &str) -
     state.auth.login_throttle.admit(client, state.engine.now()).map_err(SignInError::Throttled)?;
     // The attempt already counts as a failure (see `login_throttle`), here
     // and on the other instances on the database.
-    changes::announce(state, &Change::SignInAdmitted(vec![client.to_string()])).await;
+    feed::announce(&state.db, &state.store.instance, &Change::SignInAdmitted(vec![client.to_string()])).await;
     if !password::check(&state.db, password).await? {
         tracing::warn!(%client, "admin sign-in failed: wrong password");
         return Err(SignInError::WrongPassword);
     }
     state.auth.login_throttle.succeeded(client);
-    changes::announce(state, &Change::SignInSucceeded(vec![client.to_string()])).await;
+    feed::announce(&state.db, &state.store.instance, &Change::SignInSucceeded(vec![client.to_string()])).await;
     Ok(sessions::create(&state.db, state.clock.now_ms()).await?)
 }
