@@ -18,6 +18,7 @@ mod m0009_wait_ms;
 mod m0010_log_key;
 mod m0011_gateway_instances;
 mod m0012_model_lockouts;
+mod m0013_concurrency_slots;
 
 /// Every migration, oldest first.
 pub struct Migrator;
@@ -38,6 +39,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0010_log_key::Migration),
             Box::new(m0011_gateway_instances::Migration),
             Box::new(m0012_model_lockouts::Migration),
+            Box::new(m0013_concurrency_slots::Migration),
         ]
     }
 }

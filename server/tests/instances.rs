@@ -7,7 +7,11 @@
 
 mod common;
 
-use common::{Gateway, chat_body, chat_keys, v1};
+use common::{
+    Gateway, chat_body, chat_keys,
+    instances::{pair, stopped_pair, within_staleness},
+    v1,
+};
 use fake_upstream::{FakeUpstream, Rule};
 use reqwest::Method;
 use sea_orm::ConnectionTrait;
@@ -21,59 +25,6 @@ use std::{
     time::Duration,
 };
 use tokio::time::Instant;
-
-/// The most another instance may lag behind a change (SPEC: 1 s at p99).
-const STALENESS: Duration = Duration::from_secs(1);
-
-/// Two gateways on one fresh database, with one secret key (each seals
-/// and opens the credentials the others store).
-async fn pair() -> (Gateway, Gateway) {
-    pair_on(false).await
-}
-
-/// [`pair`]; with `stopped_clocks`, both read wall time from a manual
-/// clock that stays where it starts (the same instant for both), so that
-/// nothing they time expires while a slow machine runs the test.
-async fn pair_on(stopped_clocks: bool) -> (Gateway, Gateway) {
-    let url = common::fresh_postgres_database().await;
-    let key = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
-    let start = || async {
-        let (dir, url) = (tempfile::tempdir().unwrap(), url.clone());
-        let adjust = move |c: &mut server::config::Config| {
-            c.database_url = url;
-            c.secret_key = Some(key.to_owned());
-        };
-        if stopped_clocks {
-            Gateway::start_with_clock_configured(dir, adjust).await.0
-        } else {
-            Gateway::start_configured(dir, adjust).await
-        }
-    };
-    let (a, b) = (start().await, start().await);
-    for gw in [&a, &b] {
-        gw.state.store.caught_up.subscribe().wait_for(|caught_up| *caught_up).await.unwrap();
-        let ready = gw.http.get(format!("{}/api/ready", gw.url)).send().await.unwrap();
-        assert_eq!(ready.status(), 200, "ready once caught up, without signing in");
-    }
-    (a, b)
-}
-
-/// Asks `check` until it holds; fails if it does not within [`STALENESS`].
-/// Returns how long it took (the staleness seen).
-async fn within_staleness<F, Fut>(what: &str, mut check: F) -> Duration
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let started = Instant::now();
-    loop {
-        if check().await {
-            return started.elapsed();
-        }
-        assert!(started.elapsed() < STALENESS, "{what}: not seen by the other instance within {STALENESS:?}");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
 
 #[tokio::test]
 async fn connections_keys_and_settings_made_on_one_serve_on_the_other() {
@@ -311,7 +262,10 @@ async fn a_session_keeps_its_account_whichever_instance_it_reaches() {
 async fn a_password_flood_spread_over_both_instances_is_throttled_as_one() {
     // The wait a failure imposes (1 s) must not end while argon2 checks
     // the guesses on a busy machine.
-    let (a, b) = pair_on(true).await;
+    let (a, b) = {
+        let (a, b, _) = stopped_pair().await;
+        (a, b)
+    };
     let guess =
         |gw: &Gateway| gw.http.post(format!("{}/api/auth/login", gw.url)).json(&json!({"password": "not it"})).send();
     let before = *b.state.store.applied.borrow();

@@ -67,13 +67,15 @@ fn test() -> anyhow::Result<()> {
     util::run(util::cargo().args(clippy))?;
     util::step("layers (docs/architecture.md)");
     layers::run()?;
-    util::step("cargo test");
-    util::run(util::cargo().args(["test", "--workspace"]))?;
-    util::step("Postgres tests (throwaway cluster)");
+    // One test build for everything: the Postgres suites (`postgres`,
+    // `instances`) run in the same `cargo test` on a throwaway cluster, so
+    // the workspace is compiled once with one feature set (a separate
+    // `-p server` run resolved features differently and rebuilt the server).
+    util::step("cargo test (with the Postgres suites on a throwaway cluster)");
     let cluster = postgres::Cluster::start()?;
     util::run(
         util::cargo()
-            .args(["test", "-p", "server", "--features", "postgres-tests", "--test", "postgres", "--test", "instances"])
+            .args(["test", "--workspace", "--features", "server/postgres-tests"])
             .env("OMNIROUTE_TEST_POSTGRES_URL", &cluster.url),
     )?;
     drop(cluster);

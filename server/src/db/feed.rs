@@ -6,6 +6,8 @@
 
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr, Statement};
 
+use crate::resilience::provider_cooldown::Window;
+
 /// The channel every instance listens on.
 pub const CHANNEL: &str = "omniroute_changes";
 
@@ -33,6 +35,10 @@ pub enum Change {
     Lockouts(Vec<String>),
     /// Tool counts a provider's model refused ([`tool_limit`]).
     ToolLimits(Vec<String>),
+    /// Entries of the §R1.1 window gate as they now are ([`window`]).
+    Windows(Vec<String>),
+    /// Concurrency gates whose shared slot was given back ([`gate`]).
+    SlotsFreed(Vec<String>),
     /// Sign-in attempts admitted (counted as failures until they succeed), by client address.
     SignInAdmitted(Vec<String>),
     /// Sign-ins that succeeded (their address is cleared), by client address.
@@ -57,6 +63,8 @@ impl Change {
             Change::Pins(_) => "pins",
             Change::Lockouts(_) => "lockouts",
             Change::ToolLimits(_) => "tool-limits",
+            Change::Windows(_) => "windows",
+            Change::SlotsFreed(_) => "slots-freed",
             Change::SignInAdmitted(_) => "sign-in-admitted",
             Change::SignInSucceeded(_) => "sign-in-succeeded",
         }
@@ -70,6 +78,8 @@ impl Change {
             | Change::Pins(ids)
             | Change::Lockouts(ids)
             | Change::ToolLimits(ids)
+            | Change::Windows(ids)
+            | Change::SlotsFreed(ids)
             | Change::SignInAdmitted(ids)
             | Change::SignInSucceeded(ids) => ids,
             _ => &[],
@@ -124,6 +134,8 @@ impl Message {
             "pins" => Change::Pins(ids()),
             "lockouts" => Change::Lockouts(ids()),
             "tool-limits" => Change::ToolLimits(ids()),
+            "windows" => Change::Windows(ids()),
+            "slots-freed" => Change::SlotsFreed(ids()),
             "sign-in-admitted" => Change::SignInAdmitted(ids()),
             "sign-in-succeeded" => Change::SignInSucceeded(ids()),
             _ => return None,
@@ -153,6 +165,53 @@ pub fn read_tool_limit(named: &str) -> Option<(&str, String, usize)> {
     let provider = parts.next()?;
     let model = String::from_utf8(hex::decode(parts.next()?).ok()?).ok()?;
     Some((provider, model, count))
+}
+
+/// An entry of the window gate as the feed carries it:
+/// `p:<provider>:<failure times, dot-separated>` or
+/// `c:<provider>:<connection id>:<failures>:<last failure>` (provider and
+/// connection ids hold no `:` or `,`).
+pub fn window(w: &Window) -> String {
+    match w {
+        Window::Provider { provider, failures } => {
+            let times: Vec<String> = failures.iter().map(i64::to_string).collect();
+            format!("p:{provider}:{}", times.join("."))
+        }
+        Window::Connection { provider, connection_id, failures, last } => {
+            format!("c:{provider}:{connection_id}:{failures}:{last}")
+        }
+    }
+}
+
+/// Reads [`window`].
+pub fn read_window(named: &str) -> Option<Window> {
+    let mut parts = named.split(':');
+    let (kind, provider) = (parts.next()?, parts.next()?.to_owned());
+    let window = match kind {
+        "p" => {
+            let times = parts.next()?.split('.').filter(|t| !t.is_empty());
+            Window::Provider { provider, failures: times.map(str::parse).collect::<Result<_, _>>().ok()? }
+        }
+        "c" => Window::Connection {
+            provider,
+            connection_id: parts.next()?.to_owned(),
+            failures: parts.next()?.parse().ok()?,
+            last: parts.next()?.parse().ok()?,
+        },
+        _ => return None,
+    };
+    parts.next().is_none().then_some(window)
+}
+
+/// A concurrency gate as the feed names it: its name in hex (a model in
+/// a gate's name may hold any character).
+pub fn gate(name: &str) -> String {
+    hex::encode(name)
+}
+
+/// Reads [`gate`].
+pub fn read_gate(named: &str) -> Option<String> {
+    String::from_utf8(hex::decode(named).ok()?).ok()
 }
 
 /// Whether other instances may share this database (Postgres).
@@ -198,6 +257,21 @@ mod tests {
         let named = tool_limit("openai", "ft:gpt 4o, custom", 129);
         assert_eq!(read_tool_limit(&named), Some(("openai", "ft:gpt 4o, custom".to_owned(), 129)));
         assert_eq!(read_tool_limit("x:openai:zz"), None);
+    }
+
+    #[test]
+    fn a_window_entry_reads_back_as_sent() {
+        let entries = [
+            Window::Provider { provider: "openai".into(), failures: vec![1, 2, 1_767_225_600_000] },
+            Window::Provider { provider: "openai".into(), failures: vec![] },
+            Window::Connection { provider: "openai".into(), connection_id: "c-1".into(), failures: 3, last: 9 },
+        ];
+        for w in entries {
+            assert_eq!(read_window(&window(&w)), Some(w));
+        }
+        for bad in ["p:openai:1.x", "c:openai:c1:3", "c:openai:c1:3:9:0", "x:openai:"] {
+            assert_eq!(read_window(bad), None, "{bad}");
+        }
     }
 
     #[test]

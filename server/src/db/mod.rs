@@ -16,6 +16,7 @@ pub mod lockouts;
 pub mod logs;
 pub mod resilience;
 pub mod settings;
+pub mod slots;
 
 use migrations::{Migrator, MigratorTrait};
 use sea_orm::{

@@ -18,7 +18,13 @@
 
 use dashmap::DashMap;
 use parking_lot::Mutex;
-use std::{fmt, sync::Arc};
+use std::{
+    fmt,
+    sync::{
+        Arc,
+        atomic::{AtomicU32, Ordering},
+    },
+};
 use tokio::sync::Notify;
 
 /// Where a limit applies, in locking order. The original's provider level
@@ -96,11 +102,34 @@ pub fn admit(counts: &[Counts], caps: &[u32]) -> Result<(), usize> {
 
 pub struct Gate {
     counts: Mutex<Counts>,
-    /// Woken whenever a slot is given back.
+    /// Woken whenever a slot is given back (here or, with shared slots, on
+    /// another instance).
     freed: Notify,
+    /// How many shared slot rows this instance knows the database holds
+    /// for the gate (several instances on one Postgres); none made yet: 0.
+    shared_rows: AtomicU32,
 }
 
 impl Gate {
+    pub fn shared_rows(&self) -> u32 {
+        self.shared_rows.load(Ordering::Relaxed)
+    }
+
+    /// The database now holds at least `rows` shared slot rows for the gate.
+    pub fn provided_shared_rows(&self, rows: u32) {
+        self.shared_rows.fetch_max(rows, Ordering::Relaxed);
+    }
+
+    /// Wakes the gate's waiters: a slot came free.
+    pub fn wake(&self) {
+        self.freed.notify_waiters();
+    }
+
+    fn release(&self) {
+        let mut c = self.counts.lock();
+        c.running = c.running.saturating_sub(1);
+    }
+
     pub fn counts(&self) -> Counts {
         *self.counts.lock()
     }
@@ -157,14 +186,22 @@ pub struct Permit {
     gates: Vec<Arc<Gate>>,
 }
 
+impl Permit {
+    /// Gives the slots back without waking the gates' waiters: for a
+    /// permit taken and dropped at once because another instance holds the
+    /// shared slots (waking them would only send them to be refused too).
+    pub fn withdraw(mut self) {
+        for gate in self.gates.drain(..) {
+            gate.release();
+        }
+    }
+}
+
 impl Drop for Permit {
     fn drop(&mut self) {
         for gate in self.gates.drain(..) {
-            {
-                let mut c = gate.counts.lock();
-                c.running = c.running.saturating_sub(1);
-            }
-            gate.freed.notify_waiters();
+            gate.release();
+            gate.wake();
         }
     }
 }
@@ -183,7 +220,9 @@ impl Concurrency {
             None => self
                 .gates
                 .entry(key.clone())
-                .or_insert_with(|| Arc::new(Gate { counts: Mutex::default(), freed: Notify::new() }))
+                .or_insert_with(|| {
+                    Arc::new(Gate { counts: Mutex::default(), freed: Notify::new(), shared_rows: AtomicU32::new(0) })
+                })
                 .clone(),
         };
         Limit { key, gate, cap, fail_open }
@@ -209,6 +248,14 @@ impl Concurrency {
         }
         drop(held);
         Ok(Permit { gates: limits.iter().map(|l| l.gate.clone()).collect() })
+    }
+
+    /// Wakes the waiters of the gate named `name` (as [`GateKey`] shows
+    /// it): another instance gave one of its shared slots back.
+    pub fn wake(&self, name: &str) {
+        for gate in self.gates.iter().filter(|g| g.key().to_string() == name) {
+            gate.value().wake();
+        }
     }
 
     /// Every gate with its counters, for the health report.

@@ -34,7 +34,7 @@ use super::{
     connection_health::{ConnectionHealth, TerminalStatus},
     egress::EgressMap,
     lockout::{Lock, Lockouts, QuotaScope},
-    provider_cooldown::ProviderCooldowns,
+    provider_cooldown::{ProviderCooldowns, Window},
 };
 
 /// Network errors of one connection closer together than this count once
@@ -48,6 +48,9 @@ pub enum Change {
     Connection(String, ConnectionHealth),
     /// A connection's model lockouts, all of them, by key.
     Lockouts(String, Vec<(String, Lock)>),
+    /// An entry of the §R1.1 window gate as it now is (told to other
+    /// instances only, never stored).
+    Window(Window),
 }
 
 /// Where the engine leaves its changes: the newest state of each breaker
@@ -58,6 +61,8 @@ pub struct EngineChanges {
     pub connections: Arc<Outbox<String, ConnectionHealth>>,
     /// Each changed connection's model lockouts.
     pub lockouts: Arc<Outbox<String, Vec<(String, Lock)>>>,
+    /// Each changed entry of the window gate, by its key.
+    pub windows: Arc<Outbox<String, Window>>,
 }
 
 impl EngineChanges {
@@ -67,12 +72,18 @@ impl EngineChanges {
             breakers: Arc::new(Outbox::new(wake.clone())),
             connections: Arc::new(Outbox::new(wake.clone())),
             lockouts: Arc::new(Outbox::new(wake.clone())),
+            windows: Arc::new(Outbox::new(wake.clone())),
         }
     }
 
     /// Outboxes nobody drains (benches, tests of the engine alone).
     pub fn detached() -> Self {
-        Self { breakers: Outbox::detached(), connections: Outbox::detached(), lockouts: Outbox::detached() }
+        Self {
+            breakers: Outbox::detached(),
+            connections: Outbox::detached(),
+            lockouts: Outbox::detached(),
+            windows: Outbox::detached(),
+        }
     }
 }
 
@@ -234,6 +245,7 @@ impl Engine {
             Change::Breaker(provider, b) => self.changes.breakers.put(provider, b),
             Change::Connection(id, h) => self.changes.connections.put(id, h),
             Change::Lockouts(id, locks) => self.changes.lockouts.put(id, locks),
+            Change::Window(w) => self.changes.windows.put(w.key(), w),
         }
     }
 
@@ -376,9 +388,32 @@ impl Engine {
 
     /// Opens the §R1.1 window gate for one provider (or all).
     pub fn clear_window_gate(&self, provider: Option<&str>) {
+        self.with_windows(|w| {
+            let cleared = w.entries().into_iter().filter(|e| provider.is_none_or(|p| e.provider() == p));
+            let cleared: Vec<Window> = cleared.map(Window::cleared).collect();
+            w.clear(provider);
+            cleared
+        });
+    }
+
+    /// Merges an entry of the window gate another instance reported,
+    /// without putting it in the outbox again.
+    pub fn adopt_window(&self, window: Window) {
         let mut w = self.windows.lock();
-        w.clear(provider);
+        w.adopt(window);
         self.windows_used.store(!w.is_empty(), Ordering::Release);
+    }
+
+    /// Runs `f` on the window gate, which returns the entries it changed
+    /// (as they now are), and puts them in the outbox.
+    fn with_windows(&self, f: impl FnOnce(&mut ProviderCooldowns) -> Vec<Window>) {
+        let mut w = self.windows.lock();
+        let changed = f(&mut w);
+        self.windows_used.store(!w.is_empty(), Ordering::Release);
+        drop(w);
+        for window in changed {
+            self.emit(Change::Window(window));
+        }
     }
 
     /// The health of a connection (default when never seen).

@@ -9,12 +9,60 @@
 //!   `min · 2^(failures-1)`, capped at `max`, from its last failure.
 //!
 //! A success clears the entry.
+//!
+//! Several instances on one Postgres share the gate: every entry that
+//! changes is reported as it now is ([`Window`]) and the others merge it
+//! ([`ProviderCooldowns::adopt`]): failure times are united, a cleared
+//! entry clears.
 
 use app::types::settings::{ProviderCooldownSettings, ProviderWindowProfile};
 use std::collections::{HashMap, VecDeque};
 
 /// Failure timestamps kept per provider.
 const MAX_TIMESTAMPS: usize = 200;
+
+/// One entry of the gate as it is after a change; no failures: cleared.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Window {
+    /// A provider's recent failure times.
+    Provider { provider: String, failures: Vec<i64> },
+    /// A pinned connection's failures and the last one's time.
+    Connection { provider: String, connection_id: String, failures: u32, last: i64 },
+}
+
+impl Window {
+    pub fn provider(&self) -> &str {
+        match self {
+            Self::Provider { provider, .. } | Self::Connection { provider, .. } => provider,
+        }
+    }
+
+    /// Whether the entry holds no failure.
+    pub fn is_cleared(&self) -> bool {
+        match self {
+            Self::Provider { failures, .. } => failures.is_empty(),
+            Self::Connection { failures, .. } => *failures == 0,
+        }
+    }
+
+    /// The same entry, cleared.
+    pub fn cleared(self) -> Self {
+        match self {
+            Self::Provider { provider, .. } => Self::Provider { provider, failures: Vec::new() },
+            Self::Connection { provider, connection_id, .. } => {
+                Self::Connection { provider, connection_id, failures: 0, last: 0 }
+            }
+        }
+    }
+
+    /// The entry's key: the provider, or `provider:connection`.
+    pub fn key(&self) -> String {
+        match self {
+            Self::Provider { provider, .. } => provider.clone(),
+            Self::Connection { provider, connection_id, .. } => format!("{provider}:{connection_id}"),
+        }
+    }
+}
 
 #[derive(Default)]
 pub struct ProviderCooldowns {
@@ -87,6 +135,53 @@ impl ProviderCooldowns {
             }
             None => *self = Self::default(),
         }
+    }
+
+    /// The entry of `provider` as it is now (cleared when absent).
+    pub fn provider_window(&self, provider: &str) -> Window {
+        let failures = self.windows.get(provider).map(|t| t.iter().copied().collect()).unwrap_or_default();
+        Window::Provider { provider: provider.to_owned(), failures }
+    }
+
+    /// The entry of a pinned connection as it is now (cleared when absent).
+    pub fn connection_window(&self, provider: &str, connection_id: &str) -> Window {
+        let (failures, last) = self.connections.get(&format!("{provider}:{connection_id}")).copied().unwrap_or((0, 0));
+        Window::Connection { provider: provider.to_owned(), connection_id: connection_id.to_owned(), failures, last }
+    }
+
+    /// Every entry, as [`Window`]s (what a clear of them all reports).
+    pub fn entries(&self) -> Vec<Window> {
+        let providers = self.windows.keys().map(|p| self.provider_window(p));
+        let connections = self.connections.keys().filter_map(|k| k.split_once(':'));
+        providers.chain(connections.map(|(p, c)| self.connection_window(p, c))).collect()
+    }
+
+    /// Merges an entry another instance reported: failure times are
+    /// united (the newest [`MAX_TIMESTAMPS`] kept), a connection keeps the
+    /// larger count and the later failure, an entry without failures clears.
+    pub fn adopt(&mut self, window: Window) {
+        match window {
+            w if w.is_cleared() => self.clear_entry(&w),
+            Window::Provider { provider, failures } => {
+                let times = self.windows.entry(provider).or_default();
+                let mut all: Vec<i64> = times.iter().copied().chain(failures).collect();
+                all.sort_unstable();
+                all.dedup();
+                let keep = all.len().saturating_sub(MAX_TIMESTAMPS);
+                *times = all.into_iter().skip(keep).collect();
+            }
+            Window::Connection { provider, connection_id, failures, last } => {
+                let entry = self.connections.entry(format!("{provider}:{connection_id}")).or_insert((0, last));
+                *entry = (entry.0.max(failures), entry.1.max(last));
+            }
+        }
+    }
+
+    fn clear_entry(&mut self, window: &Window) {
+        match window {
+            Window::Provider { provider, .. } => self.windows.remove(provider).map(drop),
+            Window::Connection { .. } => self.connections.remove(&window.key()).map(drop),
+        };
     }
 
     /// Nothing is remembered.

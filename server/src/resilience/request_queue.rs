@@ -56,6 +56,22 @@ impl Rates {
     }
 }
 
+impl Rates {
+    /// This instance's part when `instances` gateways share the
+    /// connection (several on one Postgres): the rate and the executing
+    /// cap are split (at least one each), the spacing stretched, so that
+    /// together they keep the configured pace without asking each other
+    /// per request.
+    pub fn shared_by(self, instances: u32) -> Self {
+        let n = instances.max(1);
+        Self {
+            per_minute: (self.per_minute / u64::from(n)).max(1),
+            min_time: self.min_time * n,
+            concurrent: (self.concurrent / n).max(1),
+        }
+    }
+}
+
 /// The answer of the admission check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Admission {

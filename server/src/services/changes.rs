@@ -58,27 +58,33 @@ async fn apply(state: &AppState, change: &Change) -> Result<(), DbErr> {
             state.routing.leases.replace_all(stored);
             Ok(())
         }
+        Change::Health(_) | Change::Lockouts(_) | Change::Pins(_) | Change::Breakers(_) => adopt(state, change).await,
+        Change::ToolLimits(_)
+        | Change::Windows(_)
+        | Change::SlotsFreed(_)
+        | Change::SignInAdmitted(_)
+        | Change::SignInSucceeded(_) => {
+            hear(state, change);
+            Ok(())
+        }
+    }
+}
+
+/// Live state another instance stored: the named rows are read back and adopted.
+async fn adopt(state: &AppState, change: &Change) -> Result<(), DbErr> {
+    let db = &state.db;
+    match change {
         Change::Health(ids) => {
             for id in ids {
                 if let Some(row) = db::connections::get(db, id).await? {
                     state.engine.adopt_connection(id, db::resilience::health_from_row(&row));
                 }
             }
-            Ok(())
         }
         Change::Lockouts(ids) => {
             for id in ids {
                 state.engine.adopt_lockouts(id, db::lockouts::of_connection(db, id).await?);
             }
-            Ok(())
-        }
-        Change::ToolLimits(learnt) => {
-            for (provider, model, count) in learnt.iter().filter_map(|n| feed::read_tool_limit(n)) {
-                if let Some(provider) = catalog::find(provider) {
-                    state.routing.tool_limits.adopt(provider.id, &model, count);
-                }
-            }
-            Ok(())
         }
         Change::Pins(ids) => {
             for (session, provider) in ids.iter().filter_map(|id| id.split_once(':')) {
@@ -88,19 +94,6 @@ async fn apply(state: &AppState, change: &Change) -> Result<(), DbErr> {
                     None => state.routing.affinity.forget(&key),
                 }
             }
-            Ok(())
-        }
-        Change::SignInAdmitted(clients) => {
-            for client in clients.iter().filter_map(|c| c.parse().ok()) {
-                state.auth.login_throttle.admitted_elsewhere(client, state.engine.now());
-            }
-            Ok(())
-        }
-        Change::SignInSucceeded(clients) => {
-            for client in clients.iter().filter_map(|c| c.parse().ok()) {
-                state.auth.login_throttle.succeeded(client);
-            }
-            Ok(())
         }
         Change::Breakers(providers) => {
             let settings = state.resilience.current();
@@ -113,8 +106,45 @@ async fn apply(state: &AppState, change: &Change) -> Result<(), DbErr> {
                     state.engine.restore_breaker(&row.provider, b);
                 }
             }
-            Ok(())
         }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// What another instance tells as it happens, with nothing to read back:
+/// learnt tool limits, the window gate's entries, sign-in attempts,
+/// shared slots given back.
+fn hear(state: &AppState, change: &Change) {
+    match change {
+        Change::ToolLimits(learnt) => {
+            for (provider, model, count) in learnt.iter().filter_map(|n| feed::read_tool_limit(n)) {
+                if let Some(provider) = catalog::find(provider) {
+                    state.routing.tool_limits.adopt(provider.id, &model, count);
+                }
+            }
+        }
+        Change::SignInAdmitted(clients) => {
+            for client in clients.iter().filter_map(|c| c.parse().ok()) {
+                state.auth.login_throttle.admitted_elsewhere(client, state.engine.now());
+            }
+        }
+        Change::SignInSucceeded(clients) => {
+            for client in clients.iter().filter_map(|c| c.parse().ok()) {
+                state.auth.login_throttle.succeeded(client);
+            }
+        }
+        Change::Windows(entries) => {
+            for window in entries.iter().filter_map(|w| feed::read_window(w)) {
+                state.engine.adopt_window(window);
+            }
+        }
+        Change::SlotsFreed(gates) => {
+            for gate in gates.iter().filter_map(|g| feed::read_gate(g)) {
+                state.admission.concurrency.wake(&gate);
+            }
+        }
+        _ => {}
     }
 }
 

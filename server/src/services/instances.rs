@@ -46,8 +46,23 @@ pub fn spawn_heartbeat(state: &Arc<AppState>) {
             if let Err(e) = db::instances::beat(&state.db, row, forget_before).await {
                 tracing::warn!(error = %e, "storing this instance's heartbeat failed");
             }
+            count_live(&state, now).await;
         }
     });
+}
+
+/// Counts the instances alive on the database (this one at least), so
+/// the request queues split their pace among them.
+async fn count_live(state: &AppState, now: i64) {
+    let silent_before = now.saturating_sub_unsigned(SILENT_AFTER_MS);
+    match db::instances::list(&state.db).await {
+        Ok(rows) => {
+            let live = rows.iter().filter(|r| r.last_seen_at >= silent_before).count();
+            let live = u32::try_from(live).unwrap_or(u32::MAX).max(1);
+            state.store.live_instances.store(live, std::sync::atomic::Ordering::Relaxed);
+        }
+        Err(e) => tracing::warn!(error = %e, "counting the live instances failed"),
+    }
 }
 
 /// The instances Health lists (none on SQLite).
@@ -76,11 +91,17 @@ pub async fn list(state: &AppState) -> Vec<InstanceInfo> {
         .collect()
 }
 
-/// A clean stop: this instance leaves the list.
+/// A clean stop: this instance leaves the list and gives back any shared
+/// concurrency slot it still holds.
 pub async fn leave(state: &AppState) {
-    if db::feed::shared(&state.db)
-        && let Err(e) = db::instances::remove(&state.db, &state.store.instance).await
-    {
+    if !db::feed::shared(&state.db) {
+        return;
+    }
+    let instance = &state.store.instance;
+    if let Err(e) = db::slots::give_back_all(&state.db, instance).await {
+        tracing::warn!(error = %e, "giving back this instance's shared slots failed");
+    }
+    if let Err(e) = db::instances::remove(&state.db, instance).await {
         tracing::warn!(error = %e, "removing this instance from the list failed");
     }
 }

@@ -49,6 +49,9 @@ pub struct Store {
     pub caught_up: tokio::sync::watch::Sender<bool>,
     /// How many changes of other instances this one has applied.
     pub applied: tokio::sync::watch::Sender<u64>,
+    /// How many instances share the database and are alive, this one
+    /// included (1 on SQLite): the request queues split their pace by it.
+    pub live_instances: std::sync::atomic::AtomicU32,
 }
 
 impl Store {
@@ -66,7 +69,8 @@ impl Store {
         let logs = LogSink::spawn(db.clone(), log_retention_rows, traffic.clone());
         let caught_up = tokio::sync::watch::Sender::new(!crate::db::feed::shared(db));
         let applied = tokio::sync::watch::Sender::new(0);
-        (Self { logs, traffic, state, instance, caught_up, applied }, outboxes)
+        let live_instances = std::sync::atomic::AtomicU32::new(1);
+        (Self { logs, traffic, state, instance, caught_up, applied, live_instances }, outboxes)
     }
 
     /// Waits until everything queued before this call is stored.

@@ -147,12 +147,14 @@ async fn write(db: &DatabaseConnection, instance: &str, outboxes: &Outboxes, now
     }
     let learnt = outboxes.tool_limits.take().into_iter().filter(|_| shared);
     let tool_limits = learnt.map(|((provider, model), n)| feed::tool_limit(provider, &model, n)).collect();
+    let windows = outboxes.engine.windows.take().into_values().filter(|_| shared).map(|w| feed::window(&w)).collect();
     let live = [
         Change::Breakers(breakers),
         Change::Health(health),
         Change::Lockouts(lockouts),
         Change::Pins(pins),
         Change::ToolLimits(tool_limits),
+        Change::Windows(windows),
     ];
     for change in live {
         if change.ids().is_empty() {

@@ -3,6 +3,8 @@
 #![allow(dead_code, reason = "each test binary uses a different subset")]
 
 pub mod clients;
+#[cfg(feature = "postgres-tests")]
+pub mod instances;
 
 use app::types::settings::read_env;
 use fake_upstream::FakeUpstream;

@@ -32,6 +32,7 @@ mod limit;
 mod oauth;
 mod permits;
 pub mod queue;
+mod shared_slots;
 mod slots;
 mod streaming;
 mod target;

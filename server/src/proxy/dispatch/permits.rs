@@ -12,6 +12,7 @@
 use std::{pin::pin, time::Duration};
 use tokio::time::Instant;
 
+use super::shared_slots::{self, Shared, SharedSlot};
 use crate::{
     resilience::concurrency::{Concurrency, GateKey, Limit, Permit, QueueTicket},
     routing::registry::LiveConnection,
@@ -73,14 +74,40 @@ impl Refused {
     }
 }
 
+/// An attempt's slots: this instance's count and, with several instances
+/// on one Postgres, the shared slots; each given back on drop.
+#[derive(Default)]
+pub struct Held {
+    _shared: Vec<SharedSlot>,
+    _local: Permit,
+}
+
+/// Takes a slot at every limit (all at once) without waiting: here, then
+/// the shared ones; on refusal, the index of the first full gate.
+pub async fn acquire(limits: &[Limit], shared: Option<Shared<'_>>) -> Result<Held, usize> {
+    let local = Concurrency::try_acquire(limits)?;
+    let Some(shared) = shared.filter(|_| !limits.is_empty()) else {
+        return Ok(Held { _shared: Vec::new(), _local: local });
+    };
+    match shared.take(limits).await {
+        Ok(slots) => Ok(Held { _shared: slots, _local: local }),
+        Err(full) => {
+            local.withdraw();
+            Err(full)
+        }
+    }
+}
+
 /// Waits until every limit has a slot (all at once), dropping fail-open
 /// limits whose queue is full or whose wait ran out.
-pub async fn wait(mut limits: Vec<Limit>) -> Result<Permit, Refused> {
+pub async fn wait(mut limits: Vec<Limit>, shared: Option<Shared<'_>>) -> Result<Held, Refused> {
     let deadline = Instant::now() + SEMAPHORE_WAIT;
+    // A shared slot may come free without a word (its instance died).
+    let recheck = if shared.is_some() { shared_slots::RECHECK } else { SEMAPHORE_WAIT };
     let mut ticket: Option<QueueTicket> = None;
     loop {
-        let full = match Concurrency::try_acquire(&limits) {
-            Ok(permit) => return Ok(permit),
+        let full = match acquire(&limits, shared).await {
+            Ok(held) => return Ok(held),
             Err(full) => full,
         };
         let gate = limits[full].gate.clone();
@@ -96,13 +123,14 @@ pub async fn wait(mut limits: Vec<Limit>) -> Result<Permit, Refused> {
         }
         let mut freed = pin!(gate.freed());
         freed.as_mut().enable();
-        if let Ok(permit) = Concurrency::try_acquire(&limits) {
-            return Ok(permit);
+        if let Ok(held) = acquire(&limits, shared).await {
+            return Ok(held);
         }
-        if tokio::time::timeout_at(deadline, freed).await.is_err() {
+        let woken = tokio::time::timeout_at(deadline.min(Instant::now() + recheck), freed).await.is_ok();
+        if !woken && Instant::now() >= deadline {
             // Out of time: only the hard limits may still stop the request.
             limits.retain(|l| !l.fail_open);
-            return Concurrency::try_acquire(&limits).map_err(|i| Refused::Timeout(limits[i].key.clone()));
+            return acquire(&limits, shared).await.map_err(|i| Refused::Timeout(limits[i].key.clone()));
         }
     }
 }

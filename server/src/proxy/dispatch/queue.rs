@@ -42,7 +42,9 @@ pub fn entry(state: &AppState, conn: &LiveConnection, model: &str) -> Option<Ent
     }
     let s = settings.request_queue.for_connection(&conn.limits.overrides);
     let scope = conn.provider.has_per_model_quota.then_some(model);
-    let queue = state.admission.queues.queue(conn.provider.id, &conn.id, scope, Rates::of(&s));
+    let instances = state.store.live_instances.load(std::sync::atomic::Ordering::Relaxed);
+    let rates = Rates::of(&s).shared_by(instances);
+    let queue = state.admission.queues.queue(conn.provider.id, &conn.id, scope, rates);
     Some(Entry {
         queue,
         max_wait: Duration::from_millis(s.max_wait_ms),

@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use super::{
     call::{Call, Caller, Failure, FailureCode, log_row},
-    permits::{self, Requester},
+    permits::{self, Held, Requester},
     queue::{self, Executing, QueueRefused},
+    shared_slots::Shared,
 };
 use crate::{
-    resilience::concurrency::{Concurrency, Permit},
     routing::{registry::LiveConnection, resolve::Target},
     state::AppState,
     store::AttemptRecord,
@@ -26,7 +26,7 @@ fn global_cap(state: &AppState) -> u64 {
 /// An attempt's slots, given back when it finishes.
 #[derive(Default)]
 pub struct Slots {
-    pub permit: Permit,
+    pub permit: Held,
     pub queue: Option<Executing>,
 }
 
@@ -41,11 +41,10 @@ pub enum Taken {
 
 /// Takes the slots on `conn` if that needs no wait. The permit is tried
 /// first: it costs nothing to give back, a queue start spends the rate.
-pub fn try_take(state: &AppState, call: &Call<'_>, conn: &LiveConnection, who: Requester) -> Taken {
+pub async fn try_take(state: &AppState, call: &Call<'_>, conn: &LiveConnection, who: Requester) -> Taken {
     let model = &call.target.model;
-    let Ok(permit) =
-        Concurrency::try_acquire(&permits::limits(&state.admission.concurrency, global_cap(state), conn, model, who))
-    else {
+    let limits = permits::limits(&state.admission.concurrency, global_cap(state), conn, model, who);
+    let Ok(permit) = permits::acquire(&limits, Shared::of(state)).await else {
         return Taken::Busy;
     };
     let queue = match queue::entry(state, conn, model) {
@@ -80,7 +79,7 @@ async fn take_waiting(
         Some(entry) => Some(Executing::new(entry.wait().await.map_err(Refusal::Queue)?, &entry)),
     };
     let limits = permits::limits(&state.admission.concurrency, global_cap(state), conn, model, who);
-    let permit = permits::wait(limits).await.map_err(Refusal::Permit)?;
+    let permit = permits::wait(limits, Shared::of(state)).await.map_err(Refusal::Permit)?;
     Ok(Slots { permit, queue })
 }
 

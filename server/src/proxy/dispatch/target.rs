@@ -125,7 +125,7 @@ pub async fn try_connections(
         if out_of_time() {
             return Err(Unserved { failures, excluded, out_of_time: true });
         }
-        match slots::try_take(state, call, conn, t.requester) {
+        match slots::try_take(state, call, conn, t.requester).await {
             Taken::Slots(slots) => {
                 if let Some(response) = serve_on(state, call, t, conn, slots, &mut failures).await {
                     return Ok(response);

@@ -20,6 +20,7 @@ use crate::resilience::{
     classify::{self, Verdict},
     connection_health::{ConnectionHealth, Marked, SharedBy, SharedLimit},
     lockout::{ESCALATION_WINDOW_MS, LockFailure},
+    provider_cooldown::Window,
     restate, retry_hints, rules,
 };
 
@@ -198,20 +199,29 @@ impl Engine {
             return;
         }
         let now = self.now();
-        let mut w = self.windows.lock();
-        match pinned {
-            Some(id) => w.record_connection_failure(provider, id, now),
-            None => w.record_provider_failure(provider, window_profile(s, category), now),
-        }
-        self.windows_used.store(true, Ordering::Release);
+        self.with_windows(|w| {
+            vec![match pinned {
+                Some(id) => {
+                    w.record_connection_failure(provider, id, now);
+                    w.connection_window(provider, id)
+                }
+                None => {
+                    w.record_provider_failure(provider, window_profile(s, category), now);
+                    w.provider_window(provider)
+                }
+            }]
+        });
     }
 
     /// §R1.1: a combo target served; its window starts over.
     pub fn record_target_success(&self, provider: &str, pinned: Option<&str>) {
         if self.windows_used.load(Ordering::Acquire) {
-            let mut w = self.windows.lock();
-            w.record_success(provider, pinned);
-            self.windows_used.store(!w.is_empty(), Ordering::Release);
+            self.with_windows(|w| {
+                let held = [Some(w.provider_window(provider)), pinned.map(|id| w.connection_window(provider, id))];
+                w.record_success(provider, pinned);
+                // Only the entries the success cleared are told.
+                held.into_iter().flatten().filter(|e| !e.is_cleared()).map(Window::cleared).collect()
+            });
         }
     }
 

@@ -156,6 +156,27 @@ fn a_quota_429_on_an_egress_bucketed_provider_cools_its_siblings_on_the_same_ip(
 }
 
 #[test]
+fn the_window_gate_tells_each_entry_it_changes_and_nothing_it_adopts() {
+    let (e, _clock, changes) = engine();
+    let s = ProviderCooldownSettings { enabled: true, ..ResilienceSettings::default().provider_cooldown };
+    let local = app::types::Category::Local;
+    e.record_target_failure("ollama", local, None, &s);
+    let told = changes.windows.take();
+    assert!(matches!(&told["ollama"], Window::Provider { failures, .. } if failures.len() == 1), "{told:?}");
+    e.record_target_success("deepseek", None);
+    assert!(changes.windows.take().is_empty(), "a success that cleared nothing tells nothing");
+    e.record_target_success("ollama", None);
+    assert!(changes.windows.take()["ollama"].is_cleared());
+    e.record_target_failure("ollama", local, Some("c9"), &s);
+    changes.windows.take();
+    e.clear_window_gate(None);
+    assert!(changes.windows.take()["ollama:c9"].is_cleared(), "a reset tells what it cleared");
+    e.adopt_window(Window::Provider { provider: "ollama".into(), failures: vec![T, T + 1] });
+    assert!(changes.windows.take().is_empty(), "what another instance told is not told back");
+    assert_eq!(e.target_cooldown_ms("ollama", local, None, &s), 60_000, "two failures: the local threshold");
+}
+
+#[test]
 fn the_window_gate_holds_a_combo_target_only_while_enabled() {
     let (e, clock, _rx) = engine();
     let mut s = ResilienceSettings::default().provider_cooldown;

@@ -68,3 +68,33 @@ fn local_and_oauth_profiles() {
     }
     assert_eq!(c.provider_remaining_ms("claude", &s.oauth, T), 300_000);
 }
+
+#[test]
+fn an_entry_another_instance_reports_is_merged_and_a_cleared_one_clears() {
+    let profile = defaults().apikey;
+    let threshold = usize::try_from(profile.provider_failure_threshold).unwrap();
+    let (mut here, mut there) = (ProviderCooldowns::default(), ProviderCooldowns::default());
+    // Each instance saw part of the failures: together they pass the threshold.
+    for i in 0..threshold {
+        let at = T + i64::try_from(i).unwrap();
+        if i % 2 == 0 { &mut here } else { &mut there }.record_provider_failure("openai", &profile, at);
+    }
+    assert_eq!(here.provider_remaining_ms("openai", &profile, T + 100), 0, "not on its own failures alone");
+    here.adopt(there.provider_window("openai"));
+    assert!(here.provider_remaining_ms("openai", &profile, T + 100) > 0, "cooling on both instances' failures");
+    here.adopt(there.provider_window("openai"));
+    let Window::Provider { failures, .. } = here.provider_window("openai") else { unreachable!() };
+    assert_eq!(failures.len(), threshold, "a report adopted twice counts once");
+
+    there.record_connection_failure("openai", "k1", T);
+    there.record_connection_failure("openai", "k1", T + 5);
+    here.adopt(there.connection_window("openai", "k1"));
+    assert_eq!(here.connection_window("openai", "k1"), there.connection_window("openai", "k1"));
+
+    there.record_success("openai", Some("k1"));
+    for cleared in [there.provider_window("openai"), there.connection_window("openai", "k1")] {
+        here.adopt(cleared);
+    }
+    assert!(here.is_empty(), "a success on the other instance clears both entries here");
+    assert!(here.entries().is_empty());
+}

@@ -164,3 +164,25 @@ fn protection_is_three_state() {
     assert!(!protected(&s, None, true));
     assert!(protected(&s, Some(true), false), "true forces it on");
 }
+
+#[test]
+fn instances_sharing_a_connection_split_its_pace() {
+    assert_eq!(rates(60, 350, 6).shared_by(1), rates(60, 350, 6));
+    assert_eq!(rates(60, 350, 6).shared_by(0), rates(60, 350, 6), "never fewer than this one");
+    assert_eq!(rates(60, 350, 6).shared_by(2), rates(30, 700, 3));
+    assert_eq!(rates(60, 350, 6).shared_by(4), rates(15, 1400, 1), "at least one executing each");
+    assert_eq!(rates(1, 0, 1).shared_by(3), rates(1, 0, 1), "at least one start a minute each");
+}
+
+proptest! {
+    #[test]
+    fn instances_together_never_exceed_the_pace(per_minute in 1u64..10_000, min_ms in 0u64..5_000, n in 1u32..16) {
+        let part = rates(per_minute, min_ms, 6).shared_by(n);
+        // Together: the rate at most the configured one (when there is enough for one each).
+        if per_minute >= u64::from(n) {
+            prop_assert!(part.per_minute * u64::from(n) <= per_minute);
+        }
+        // n starts spaced by the stretched spacing span what n configured gaps would.
+        prop_assert_eq!(part.min_time, ms(min_ms) * n);
+    }
+}

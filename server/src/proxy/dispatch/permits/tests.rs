@@ -15,7 +15,7 @@ async fn a_waiter_gets_the_slot_when_it_is_given_back() {
     let held = Concurrency::try_acquire(&[limit(&c, GateKey::account("c1"), 1, false)]).unwrap();
     let waiter = tokio::spawn({
         let l = vec![limit(&c, GateKey::account("c1"), 1, false)];
-        async move { wait(l).await.map(|_| Instant::now()) }
+        async move { wait(l, None).await.map(|_| Instant::now()) }
     });
     tokio::time::sleep(Duration::from_secs(5)).await;
     let released_at = Instant::now();
@@ -30,10 +30,10 @@ async fn a_hard_limit_times_out_and_a_full_queue_refuses_at_once() {
     let _held = Concurrency::try_acquire(&[limit(&c, key.clone(), 1, false)]).unwrap();
     let started = Instant::now();
     let waiters: Vec<_> =
-        (0..SEMAPHORE_QUEUE).map(|_| tokio::spawn(wait(vec![limit(&c, key.clone(), 1, false)]))).collect();
+        (0..SEMAPHORE_QUEUE).map(|_| tokio::spawn(wait(vec![limit(&c, key.clone(), 1, false)], None))).collect();
     tokio::task::yield_now().await;
     assert_eq!(c.limit(key.clone(), 1, false).gate.counts().queued, SEMAPHORE_QUEUE);
-    let refused = wait(vec![limit(&c, key.clone(), 1, false)]).await.err();
+    let refused = wait(vec![limit(&c, key.clone(), 1, false)], None).await.err();
     assert_eq!((refused, started.elapsed()), (Some(Refused::QueueFull(key.clone())), Duration::ZERO));
     for w in waiters {
         assert_eq!(w.await.unwrap().err(), Some(Refused::Timeout(key.clone())));
@@ -50,7 +50,7 @@ async fn a_fail_open_limit_lets_the_request_through_without_its_slot() {
     let _held = Concurrency::try_acquire(&[limit(&c, account.clone(), 1, true)]).unwrap();
     let model = limit(&c, GateKey::model("c1", "m"), 1, false);
     let started = Instant::now();
-    let permit = wait(vec![limit(&c, account.clone(), 1, true), model.clone()]).await.expect("fail-open");
+    let permit = wait(vec![limit(&c, account.clone(), 1, true), model.clone()], None).await.expect("fail-open");
     assert_eq!(started.elapsed(), SEMAPHORE_WAIT, "it waited its turn first");
     assert_eq!((c.limit(account, 1, true).gate.counts().running, model.gate.counts().running), (1, 1));
     drop(permit);
@@ -78,7 +78,7 @@ proptest! {
                 gates.dedup();
                 let limits: Vec<Limit> = gates.iter().map(|&i| c.limit(key(i), cap(i), false)).collect();
                 tokio::spawn(async move {
-                    let permit = wait(limits.clone()).await;
+                    let permit = wait(limits.clone(), None).await;
                     assert!(permit.is_ok(), "every request gets its slots");
                     for l in &limits {
                         assert!(l.gate.counts().running <= l.cap, "{} above its cap", l.key);
