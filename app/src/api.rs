@@ -257,15 +257,15 @@ pub async fn create_key(
     let created = backend.create_key(input).await.map_err(|e| ssr::fail(page, e))?;
     if ssr::is_form_post() {
         // Without JS the page reloads: show the key once from the stash.
+        backend.stash_new_key(&created).await.map_err(|e| ssr::fail(page, e))?;
         leptos_axum::redirect(&format!("{page}?created={}", created.id));
-        backend.stash_new_key(created.clone());
     }
     Ok(created)
 }
 
 #[server(prefix = "/sfn", output = Answer, endpoint = "new_key")]
 pub async fn take_new_key(id: String) -> Result<Option<CreatedApiKey>, ServerFnError> {
-    Ok(ssr::backend()?.take_new_key(&id))
+    ssr::backend()?.take_new_key(&id).await.map_err(|e| ssr::fail("/keys", e))
 }
 
 #[server(prefix = "/sfn", output = Answer, endpoint = "revoke_key")]

@@ -84,9 +84,9 @@ pub trait Backend: Send + Sync + 'static {
     async fn delete_connection(&self, id: &str) -> BackendResult<()>;
     async fn test_connection(&self, id: &str) -> BackendResult<ConnectionTestResult>;
     /// Starts a subscription sign-in, like `POST /api/oauth/{provider}/start`.
-    fn start_sign_in(&self, provider: &str, request: &http::request::Parts) -> BackendResult<WaitingSignIn>;
+    async fn start_sign_in(&self, provider: &str, request: &http::request::Parts) -> BackendResult<WaitingSignIn>;
     /// A started sign-in still waiting for its code.
-    fn pending_sign_in(&self, state: &str) -> Option<WaitingSignIn>;
+    async fn pending_sign_in(&self, state: &str) -> BackendResult<Option<WaitingSignIn>>;
     /// Completes a sign-in with its code, like `POST /api/oauth/{provider}/complete`.
     async fn complete_sign_in(&self, provider: &str, input: CompleteSignIn) -> BackendResult<ConnectionView>;
     /// Adds the account of a CLI's credentials file, like `POST /api/providers/import`.
@@ -119,13 +119,13 @@ pub trait Backend: Send + Sync + 'static {
     async fn create_key(&self, input: CreateApiKey) -> BackendResult<CreatedApiKey>;
     async fn revoke_key(&self, id: &str) -> BackendResult<()>;
     /// Keeps a new key for one display after a plain form post.
-    fn stash_new_key(&self, created: CreatedApiKey);
+    async fn stash_new_key(&self, created: &CreatedApiKey) -> BackendResult<()>;
     /// The page sign-in opens when it has nowhere else to go.
     fn landing(&self) -> &'static str;
     /// How far set-up is, and this gateway's URL as `request` reached it.
     async fn get_started(&self, request: &http::request::Parts) -> BackendResult<crate::types::onboarding::GetStarted>;
     /// The stashed key of `id`, once.
-    fn take_new_key(&self, id: &str) -> Option<CreatedApiKey>;
+    async fn take_new_key(&self, id: &str) -> BackendResult<Option<CreatedApiKey>>;
     async fn search_logs(&self, search: crate::types::LogSearch, limit: u64) -> BackendResult<LogList>;
     /// The effective resilience settings and what the environment sets.
     fn resilience(&self) -> ResilienceView;

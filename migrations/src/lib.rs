@@ -19,6 +19,7 @@ mod m0010_log_key;
 mod m0011_gateway_instances;
 mod m0012_model_lockouts;
 mod m0013_concurrency_slots;
+mod m0014_stashes;
 
 /// Every migration, oldest first.
 pub struct Migrator;
@@ -40,6 +41,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0011_gateway_instances::Migration),
             Box::new(m0012_model_lockouts::Migration),
             Box::new(m0013_concurrency_slots::Migration),
+            Box::new(m0014_stashes::Migration),
         ]
     }
 }

@@ -75,8 +75,6 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
         secrets,
         keys: KeyRegistry::new(clock.clone(), outboxes.key_uses),
         login_throttle: Default::default(),
-        new_keys: Default::default(),
-        sign_ins: Default::default(),
         callback: Default::default(),
     };
     let state = Arc::new(AppState {

@@ -17,7 +17,7 @@ const PAGE: &str = "/providers";
 #[server(prefix = "/sfn", output = Answer, endpoint = "start_sign_in")]
 pub async fn start_sign_in(provider: String) -> Result<WaitingSignIn, ServerFnError> {
     let parts = use_context::<http::request::Parts>().ok_or_else(|| ServerFnError::new("request missing"))?;
-    let started = ssr::backend()?.start_sign_in(&provider, &parts).map_err(|e| ssr::fail(PAGE, e))?;
+    let started = ssr::backend()?.start_sign_in(&provider, &parts).await.map_err(|e| ssr::fail(PAGE, e))?;
     if ssr::is_form_post() {
         leptos_axum::redirect(&format!("{PAGE}?sign_in={}", crate::format::query_escape(&started.started.state)));
     }
@@ -26,7 +26,7 @@ pub async fn start_sign_in(provider: String) -> Result<WaitingSignIn, ServerFnEr
 
 #[server(prefix = "/sfn", output = Answer, endpoint = "pending_sign_in")]
 pub async fn pending_sign_in(state: String) -> Result<Option<WaitingSignIn>, ServerFnError> {
-    Ok(ssr::backend()?.pending_sign_in(&state))
+    ssr::backend()?.pending_sign_in(&state).await.map_err(|e| ssr::fail(PAGE, e))
 }
 
 #[server(prefix = "/sfn", output = Answer, endpoint = "finish_sign_in")]

@@ -27,7 +27,7 @@ pub async fn start(
     request: axum::http::request::Parts,
 ) -> Result<Json<SignInStarted>, ApiError> {
     let from = oauth::Browser::of(&state, &request.extensions, &request.headers);
-    Ok(Json(oauth::start(&state, &provider, &from)?))
+    Ok(Json(oauth::start(&state, &provider, &from).await?))
 }
 
 /// `GET /api/providers/import/local`: the CLIs' credentials files on the

@@ -37,17 +37,13 @@ pub fn secret_eq(a: &str, b: &str) -> bool {
 }
 
 /// Who may call: the keys, the secret box, the sign-in throttle and the
-/// stash of keys waiting to be shown.
+/// sign-ins' redirect listener.
 pub struct Auth {
     /// Encrypts provider credentials at rest.
     pub secrets: secrets::SecretBox,
     pub keys: api_keys::KeyRegistry,
     /// Wrong admin passwords by address (`login_throttle`).
     pub login_throttle: login_throttle::LoginThrottle,
-    /// New API keys to show once after a form post (shared by the workers).
-    pub new_keys: new_keys::NewKeyStash,
-    /// Subscription sign-ins waiting for their code.
-    pub sign_ins: sign_ins::SignIns,
     /// The sign-ins' own redirect listener (`localhost:1455`), while open.
     pub callback: sign_ins::CallbackWindow,
 }

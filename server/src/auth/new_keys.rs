@@ -2,8 +2,8 @@
 
 use app::types::CreatedApiKey;
 
-/// How long a new key waits to be shown after a plain form post.
-const STASH_TTL_MS: i64 = 5 * 60 * 1000;
-
-/// Key id → the new key.
-pub type NewKeyStash = super::stash::Stash<CreatedApiKey, STASH_TTL_MS>;
+impl super::stash::Stashed for CreatedApiKey {
+    const KIND: &'static str = "new-key";
+    /// How long a new key waits to be shown after a plain form post.
+    const TTL_MS: i64 = 5 * 60 * 1000;
+}

@@ -23,7 +23,9 @@ pub fn verify(password: &str, phc: &str) -> bool {
 }
 
 /// Ensures an admin password exists. Returns the generated password when
-/// one had to be made up (the caller prints it once).
+/// one had to be made up (the caller prints it once). Of several instances
+/// starting at once on a new shared database, only the one whose password
+/// was stored first prints it.
 pub async fn ensure_initial(db: &DatabaseConnection, initial: Option<&str>) -> Result<Option<String>, DbErr> {
     if settings::get(db, ADMIN_PASSWORD_HASH).await?.is_some() {
         return Ok(None);
@@ -32,8 +34,8 @@ pub async fn ensure_initial(db: &DatabaseConnection, initial: Option<&str>) -> R
         Some(p) => (p.to_owned(), false),
         None => (super::random_token(15), true),
     };
-    settings::put(db, ADMIN_PASSWORD_HASH, &hash(&password), SystemClock.now_ms()).await?;
-    Ok(generated.then_some(password))
+    let stored = settings::swap(db, ADMIN_PASSWORD_HASH, None, &hash(&password), SystemClock.now_ms()).await?;
+    Ok((stored && generated).then_some(password))
 }
 
 /// Replaces the admin password and signs everyone out; returns the new

@@ -2,12 +2,15 @@
 //! provider's page) and their code coming back: the PKCE verifier stays
 //! here, keyed by the sign-in's `state`, and is taken once.
 
+use serde::{Deserialize, Serialize};
+
 /// How long a started sign-in waits for its code.
 pub const SIGN_IN_TTL_MS: i64 = 10 * 60 * 1000;
 
 /// A started sign-in.
+#[derive(Serialize, Deserialize)]
 pub struct SignIn {
-    pub provider: &'static str,
+    pub provider: String,
     /// The PKCE verifier whose challenge the sign-in URL carries.
     pub verifier: String,
     /// The gateway listens at the provider's redirect address for it.
@@ -24,5 +27,8 @@ pub struct CallbackWindow {
     pub open_until: std::sync::atomic::AtomicI64,
 }
 
-/// `state` → the sign-in it names.
-pub type SignIns = super::stash::Stash<SignIn, SIGN_IN_TTL_MS>;
+/// Kept by its `state`.
+impl super::stash::Stashed for SignIn {
+    const KIND: &'static str = "sign-in";
+    const TTL_MS: i64 = SIGN_IN_TTL_MS;
+}

@@ -17,6 +17,7 @@ pub mod logs;
 pub mod resilience;
 pub mod settings;
 pub mod slots;
+pub mod stashes;
 
 use migrations::{Migrator, MigratorTrait};
 use sea_orm::{

@@ -17,6 +17,7 @@ pub mod quotas;
 pub mod rate_limits;
 pub mod resilience;
 pub mod sign_in;
+pub mod stash;
 pub mod status;
 pub mod traffic;
 pub mod usage;

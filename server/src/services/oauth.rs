@@ -18,7 +18,7 @@ use app::types::{
     },
 };
 
-use super::{ServiceError, changes, connections as connection_service};
+use super::{ServiceError, changes, connections as connection_service, stash};
 use crate::db::feed::Change;
 
 pub mod callback;
@@ -148,28 +148,26 @@ async fn store(state: &AppState, mut row: connections::ConnectionRow, tokens: &T
 /// `state` its code must come back with (within 10 minutes, once).
 /// A ChatGPT sign-in started from a browser on this machine is completed
 /// by the gateway's own listener at the redirect address ([`callback`]).
-pub fn start(state: &Arc<AppState>, provider: &str, from: &Browser) -> Result<SignInStarted, ServiceError> {
+pub async fn start(state: &Arc<AppState>, provider: &str, from: &Browser) -> Result<SignInStarted, ServiceError> {
     let client = subscription_client(provider)?;
     let pkce = Pkce::of(auth::random_token(32));
     let sign_in_state = auth::random_token(32);
     let authorize_url = client.authorize_url(&sign_in_state, &pkce.challenge);
     let listening = from.local && client.redirect_uri.starts_with("http://localhost:1455/") && callback::listen(state);
-    let sign_in =
-        SignIn { provider: client.provider, verifier: pkce.verifier, listening, dashboard: from.dashboard.clone() };
-    state.auth.sign_ins.put(sign_in_state.clone(), sign_in, state.clock.now_ms());
+    let provider = client.provider.to_owned();
+    let sign_in = SignIn { provider, verifier: pkce.verifier, listening, dashboard: from.dashboard.clone() };
+    stash::put(state, &sign_in_state, &sign_in).await?;
     Ok(SignInStarted { authorize_url, state: sign_in_state, listening })
 }
 
 /// The sign-in started with `sign_in_state`, while it waits for its code
 /// (the page a plain form post reloads shows it again).
-pub fn pending(state: &AppState, sign_in_state: &str) -> Option<WaitingSignIn> {
-    let now = state.clock.now_ms();
-    let (provider, url, listening) = state.auth.sign_ins.peek(sign_in_state, now, |s| {
-        let client = oauth::client(s.provider)?;
-        Some((client.provider, client.authorize_url(sign_in_state, &oauth::challenge_of(&s.verifier)), s.listening))
-    })??;
-    let started = SignInStarted { authorize_url: url, state: sign_in_state.to_owned(), listening };
-    Some(WaitingSignIn { provider: provider.to_owned(), started })
+pub async fn pending(state: &AppState, sign_in_state: &str) -> Result<Option<WaitingSignIn>, ServiceError> {
+    let Some(s) = stash::peek::<SignIn>(state, sign_in_state).await? else { return Ok(None) };
+    let Some(client) = oauth::client(&s.provider) else { return Ok(None) };
+    let authorize_url = client.authorize_url(sign_in_state, &oauth::challenge_of(&s.verifier));
+    let started = SignInStarted { authorize_url, state: sign_in_state.to_owned(), listening: s.listening };
+    Ok(Some(WaitingSignIn { provider: client.provider.to_owned(), started }))
 }
 
 /// Completes a sign-in with the code the provider's page gave: the new
@@ -185,7 +183,8 @@ pub async fn complete(state: &AppState, provider: &str, input: CompleteSignIn) -
         ));
     }
     let now = state.clock.now_ms();
-    let Some(sign_in) = state.auth.sign_ins.take(&input.state, now).filter(|s| s.provider == client.provider) else {
+    let taken = stash::take::<SignIn>(state, &input.state).await?;
+    let Some(sign_in) = taken.filter(|s| s.provider == client.provider) else {
         return Err(ServiceError::field(
             "state",
             format!(

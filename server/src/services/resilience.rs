@@ -46,8 +46,29 @@ pub async fn load(
 }
 
 async fn stored(db: &sea_orm::DatabaseConnection) -> Result<Value, sea_orm::DbErr> {
-    let raw = kv::get(db, KEY).await?;
-    Ok(raw.and_then(|r| serde_json::from_str(&r).ok()).unwrap_or_else(|| Value::Object(Default::default())))
+    Ok(parse_stored(kv::get(db, KEY).await?.as_deref()))
+}
+
+/// Merges `patch` into the stored document. Another instance saving at
+/// the same moment makes the swap fail; the document is read again, so
+/// neither save is lost.
+async fn save_merged(db: &sea_orm::DatabaseConnection, patch: &Value, now: i64) -> Result<(), sea_orm::DbErr> {
+    for _ in 0..SAVE_TRIES {
+        let raw = kv::get(db, KEY).await?;
+        let mut doc = parse_stored(raw.as_deref());
+        merge(&mut doc, patch);
+        if kv::swap(db, KEY, raw.as_deref(), &doc.to_string(), now).await? {
+            return Ok(());
+        }
+    }
+    Err(sea_orm::DbErr::Custom(format!("the settings changed under this save {SAVE_TRIES} times in a row; save again")))
+}
+
+/// Saves tried before giving up (each lost to another instance's save).
+const SAVE_TRIES: usize = 10;
+
+fn parse_stored(raw: Option<&str>) -> Value {
+    raw.and_then(|r| serde_json::from_str(r).ok()).unwrap_or_else(|| Value::Object(Default::default()))
 }
 
 /// Rebuilds the live settings from the stored document (another instance
@@ -76,9 +97,7 @@ pub async fn patch(state: &AppState, patch: &Value) -> Result<ResilienceSettings
     {
         return Err(ServiceError::field("emergencyFallback", format!("{provider:?} is not a provider of the catalog")));
     }
-    let mut doc = stored(&state.db).await?;
-    merge(&mut doc, patch);
-    kv::put(&state.db, KEY, &doc.to_string(), state.clock.now_ms()).await?;
+    save_merged(&state.db, patch, state.clock.now_ms()).await?;
     tracing::info!(sections = ?patch.as_object().map(|o| o.keys().collect::<Vec<_>>()), "resilience settings changed");
     handle.replace(next.clone());
     feed::announce(&state.db, &state.store.instance, &Change::Settings).await;

@@ -98,14 +98,14 @@ impl Backend for WebBackend {
         services::connections::create(&self.state, input).await.map_err(err)
     }
 
-    fn start_sign_in(&self, provider: &str, request: &http::request::Parts) -> BackendResult<WaitingSignIn> {
+    async fn start_sign_in(&self, provider: &str, request: &http::request::Parts) -> BackendResult<WaitingSignIn> {
         let from = services::oauth::Browser::of(&self.state, &request.extensions, &request.headers);
-        let started = services::oauth::start(&self.state, provider, &from).map_err(err)?;
+        let started = services::oauth::start(&self.state, provider, &from).await.map_err(err)?;
         Ok(WaitingSignIn { provider: provider.to_owned(), started })
     }
 
-    fn pending_sign_in(&self, state: &str) -> Option<WaitingSignIn> {
-        services::oauth::pending(&self.state, state)
+    async fn pending_sign_in(&self, state: &str) -> BackendResult<Option<WaitingSignIn>> {
+        services::oauth::pending(&self.state, state).await.map_err(err)
     }
 
     async fn complete_sign_in(&self, provider: &str, input: CompleteSignIn) -> BackendResult<ConnectionView> {
@@ -209,12 +209,12 @@ impl Backend for WebBackend {
         services::keys::revoke(&self.state, id).await.map_err(err)
     }
 
-    fn stash_new_key(&self, created: CreatedApiKey) {
-        self.state.auth.new_keys.put(created.id.clone(), created, self.state.clock.now_ms());
+    async fn stash_new_key(&self, created: &CreatedApiKey) -> BackendResult<()> {
+        services::stash::put(&self.state, &created.id, created).await.map_err(err)
     }
 
-    fn take_new_key(&self, id: &str) -> Option<CreatedApiKey> {
-        self.state.auth.new_keys.take(id, self.state.clock.now_ms())
+    async fn take_new_key(&self, id: &str) -> BackendResult<Option<CreatedApiKey>> {
+        services::stash::take(&self.state, id).await.map_err(err)
     }
 
     async fn search_logs(&self, search: LogSearch, limit: u64) -> BackendResult<LogList> {
@@ -279,8 +279,8 @@ mod tests {
         let state = crate::build_state(crate::config::Config::for_data_dir(dir.path().to_path_buf())).await.unwrap();
         let (post_worker, page_worker) = (WebBackend::new(state.clone()), WebBackend::new(state));
         let created = CreatedApiKey { id: "k1".into(), key: "omr-secret".into() };
-        post_worker.stash_new_key(created.clone());
-        assert_eq!(page_worker.take_new_key("k1"), Some(created));
-        assert_eq!(post_worker.take_new_key("k1"), None);
+        post_worker.stash_new_key(&created).await.unwrap();
+        assert_eq!(page_worker.take_new_key("k1").await.unwrap(), Some(created));
+        assert_eq!(post_worker.take_new_key("k1").await.unwrap(), None);
     }
 }

@@ -1,6 +1,6 @@
 //! Two gateways on one fresh Postgres database (the two-instance suites).
 
-use server::resilience::clock::ManualClock;
+use server::{config::Config, resilience::clock::ManualClock};
 use std::{sync::Arc, time::Duration};
 use tokio::time::Instant;
 
@@ -12,7 +12,7 @@ pub const STALENESS: Duration = Duration::from_secs(1);
 /// The secret key both instances share (each opens what the other seals).
 const SECRET_KEY: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
 
-fn on_database(url: String) -> impl FnOnce(&mut server::config::Config) {
+fn on_database(url: String) -> impl FnOnce(&mut Config) {
     move |c| {
         c.database_url = url;
         c.secret_key = Some(SECRET_KEY.to_owned());
@@ -21,9 +21,19 @@ fn on_database(url: String) -> impl FnOnce(&mut server::config::Config) {
 
 /// Two gateways on one fresh database, ready (caught up).
 pub async fn pair() -> (Gateway, Gateway) {
+    pair_with(|_| {}).await
+}
+
+/// [`pair`], each configured by `adjust` too.
+pub async fn pair_with(adjust: impl Fn(&mut Config)) -> (Gateway, Gateway) {
     let url = super::fresh_postgres_database().await;
-    let a = Gateway::start_configured(tempfile::tempdir().unwrap(), on_database(url.clone())).await;
-    let b = Gateway::start_configured(tempfile::tempdir().unwrap(), on_database(url)).await;
+    let start = |url: String| {
+        Gateway::start_configured(tempfile::tempdir().unwrap(), |c| {
+            on_database(url)(c);
+            adjust(c);
+        })
+    };
+    let (a, b) = (start(url.clone()).await, start(url).await);
     ready(&a, &b).await;
     (a, b)
 }

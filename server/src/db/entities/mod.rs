@@ -12,3 +12,4 @@ pub mod provider_connection;
 pub mod proxy_log;
 pub mod session_affinity;
 pub mod session_lease;
+pub mod stash;

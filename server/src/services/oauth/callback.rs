@@ -26,7 +26,11 @@ use axum::{
 };
 
 use crate::{
-    auth::{identity, sign_ins::SIGN_IN_TTL_MS},
+    auth::{
+        identity,
+        sign_ins::{SIGN_IN_TTL_MS, SignIn},
+    },
+    services::stash,
     state::AppState,
 };
 
@@ -125,8 +129,11 @@ async fn arrived(State(state): State<Arc<AppState>>, Query(query): Query<HashMap
             &format!("The sign-in did not complete: {why}. Start it again on the dashboard."),
         );
     };
-    let now = state.clock.now_ms();
-    let Some(dashboard) = state.auth.sign_ins.peek(sign_in_state, now, |s| s.dashboard.clone()) else {
+    let waiting = stash::peek::<SignIn>(&state, sign_in_state).await.unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "reading a waiting sign-in failed");
+        None
+    });
+    let Some(dashboard) = waiting.map(|s| s.dashboard) else {
         return page(
             StatusCode::BAD_REQUEST,
             "No sign-in is waiting for this address (a sign-in lasts 10 minutes and completes once). Start it again on the dashboard.",
