@@ -1,8 +1,9 @@
 //! The dashboard across two gateways on one Postgres (issue [M]): a
 //! session made on one works on the other, a password flood spread over
 //! both is throttled as one, a key made by a plain form post on one is
-//! shown once by the other, and a subscription sign-in started on one
-//! completes on the other.
+//! shown once by the other, a subscription sign-in started on one
+//! completes on the other, and a token both find expiring is refreshed
+//! once.
 //! Compiled with `--features postgres-tests`; `cargo xtask test` starts a
 //! throwaway cluster and passes `OMNIROUTE_TEST_POSTGRES_URL`.
 #![cfg(feature = "postgres-tests")]
@@ -12,9 +13,9 @@ mod common;
 
 use common::{
     Gateway,
-    instances::{pair, pair_with, stopped_pair},
+    instances::{pair, pair_with, stopped_pair, within_staleness},
 };
-use fake_upstream::FakeUpstream;
+use fake_upstream::{FakeUpstream, Rule};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -80,14 +81,19 @@ async fn a_key_made_by_a_plain_form_post_on_one_is_shown_once_by_the_other() {
     b.stop().await;
 }
 
+/// Two gateways whose Claude sign-ins and refreshes go to `fake`'s issuer.
+async fn claude_pair(fake: &FakeUpstream) -> (Gateway, Gateway) {
+    let token_url = format!("{}/v1/oauth/token", fake.url());
+    pair_with(move |c| {
+        c.oauth_token_urls.insert("CLAUDE".into(), token_url.clone());
+    })
+    .await
+}
+
 #[tokio::test]
 async fn a_sign_in_started_on_one_completes_on_the_other() {
     let fake = FakeUpstream::start().await.unwrap();
-    let token_url = format!("{}/v1/oauth/token", fake.url());
-    let (a, b) = pair_with(move |c| {
-        c.oauth_token_urls.insert("CLAUDE".into(), token_url.clone());
-    })
-    .await;
+    let (a, b) = claude_pair(&fake).await;
     let post = |gw: &Gateway, path: &str, body: Value| gw.api(Method::POST, path).json(&body).send();
     let started: Value = post(&a, "/api/oauth/claude/start", json!({})).await.unwrap().json().await.unwrap();
     let state = started["state"].as_str().unwrap().to_owned();
@@ -96,6 +102,29 @@ async fn a_sign_in_started_on_one_completes_on_the_other() {
     assert_eq!(resp.status(), 201, "{}", resp.text().await.unwrap());
     let resp = post(&a, "/api/oauth/claude/complete", done).await.unwrap();
     assert_eq!(resp.status(), 400, "a sign-in completes once, wherever: {}", resp.text().await.unwrap());
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_both_instances_find_expiring_is_refreshed_once() {
+    let fake = FakeUpstream::start().await.unwrap();
+    let (a, b) = claude_pair(&fake).await;
+    let pasted = json!({"provider": "claude", "name": "max", "authType": "oauth", "accessToken": "sk-ant-oat01-old",
+        "refreshToken": "sk-ant-ort01-old", "expiresAt": a.state.clock.now_ms() + 60_000, "baseUrl": fake.url()});
+    assert_eq!(a.api(Method::POST, "/api/providers").json(&pasted).send().await.unwrap().status(), 201);
+    within_staleness("the subscription added on A", || async { b.get_json("/api/providers").await["total"] == 1 })
+        .await;
+    // The issuer is slow: both instances ask while the first refresh runs.
+    fake.push_rule(Rule { path: Some("/v1/oauth/token".into()), latency_ms: 300, ..Rule::default() });
+    let ask = |gw: &Gateway| {
+        let body = json!({"model": "claude/claude-sonnet-4-5", "max_tokens": 64,
+            "messages": [{"role": "user", "content": "hi"}]});
+        gw.http.post(format!("{}/v1/messages", gw.url)).json(&body).send()
+    };
+    let (on_a, on_b) = tokio::join!(ask(&a), ask(&b));
+    assert_eq!((on_a.unwrap().status().as_u16(), on_b.unwrap().status().as_u16()), (200, 200));
+    assert_eq!(fake.tokens_issued(), 1, "one refresh for both instances: a rotated refresh token works once");
     a.stop().await;
     b.stop().await;
 }

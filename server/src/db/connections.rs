@@ -2,11 +2,26 @@
 
 use super::entities::provider_connection;
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, DatabaseConnection, DbErr, EntityTrait, IntoActiveModel, QueryFilter, QueryOrder,
-    sea_query::Expr,
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbBackend, DbErr,
+    EntityTrait, IntoActiveModel, QueryFilter, QueryOrder, Statement, TransactionTrait, sea_query::Expr,
 };
 
 pub use provider_connection::Model as ConnectionRow;
+
+/// On a shared database (Postgres), waits until no other instance is
+/// refreshing `id`'s OAuth tokens and holds that turn until the returned
+/// transaction ends (commit or drop). `None` on SQLite: one instance,
+/// whose own turn is enough.
+pub async fn refresh_turn(db: &DatabaseConnection, id: &str) -> Result<Option<DatabaseTransaction>, DbErr> {
+    if !super::feed::shared(db) {
+        return Ok(None);
+    }
+    let txn = db.begin().await?;
+    let sql = "SELECT pg_advisory_xact_lock(hashtext($1))";
+    txn.execute_raw(Statement::from_sql_and_values(DbBackend::Postgres, sql, [format!("oauth-refresh:{id}").into()]))
+        .await?;
+    Ok(Some(txn))
+}
 
 /// Every connection, in routing order: priority, then age.
 pub async fn list(db: &DatabaseConnection, provider: Option<&str>) -> Result<Vec<ConnectionRow>, DbErr> {

@@ -76,13 +76,23 @@ pub async fn refresh(
         return Ok(conn.clone());
     }
     let failed = |e: &dyn std::fmt::Display| Unrefreshed::Failed(e.to_string());
+    // Instances sharing the database take turns too: an issuer that
+    // rotates refresh tokens refuses the second use of one.
+    let _shared_turn = connections::refresh_turn(&state.db, &conn.id).await.map_err(|e| failed(&e))?;
     let row = connections::get(&state.db, &conn.id)
         .await
         .map_err(|e| failed(&e))?
         .ok_or_else(|| failed(&"the connection was deleted"))?;
     let plain =
         row.credential_enc.as_deref().map(|c| state.auth.secrets.decrypt(c)).transpose().map_err(|e| failed(&e))?;
-    let TokenSet { refresh_token, account_id, .. } = plain.as_deref().map(TokenSet::read).unwrap_or_default();
+    let TokenSet { access_token, refresh_token, account_id, .. } =
+        plain.as_deref().map(TokenSet::read).unwrap_or_default();
+    if conn.credential.as_ref().is_some_and(|c| !access_token.is_empty() && c.0 != access_token) {
+        // Another instance refreshed it while this one waited for the turn.
+        state.routing.connections.reload(&state.db, &state.auth.secrets).await.map_err(|e| failed(&e))?;
+        let snapshot = state.routing.connections.snapshot();
+        return snapshot.connection(&conn.id).cloned().ok_or_else(|| failed(&"the connection is no longer active"));
+    }
     let (Some(client), Some(refresh_token)) = (oauth::client(conn.provider.id), refresh_token) else {
         return Err(Unrefreshed::Failed(
             "the connection has no refresh token; paste a new access token or sign in again".into(),
