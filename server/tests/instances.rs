@@ -240,6 +240,43 @@ async fn a_lease_taken_through_one_holds_on_the_other() {
 }
 
 #[tokio::test]
+async fn the_lease_fence_reads_the_shared_row() {
+    let (a, b) = pair().await;
+    let fake = FakeUpstream::start().await.unwrap();
+    let conn = a.add_connection("openai", "only", "sk-only", &v1(&fake), 0).await;
+    let body = json!({"name": "lease", "scopes": ["inference", "lease:exclusive"], "allowedConnections": [conn]});
+    let key = a.create_key(body).await["key"].as_str().unwrap().to_owned();
+    let owner = format!("vlo_{}", "y".repeat(43));
+    let fenced = |gw: &Gateway| {
+        gw.http
+            .post(format!("{}/v1/chat/completions", gw.url))
+            .bearer_auth(&key)
+            .header("x-omniroute-lease-owner", &owner)
+            .header("x-omniroute-lease-generation", "1")
+            .json(&chat_body("openai/gpt-4o-mini", false))
+            .send()
+    };
+    within_staleness("the connection and the key", || async { b.get_json("/api/keys").await["keys"][0].is_object() })
+        .await;
+    let acquire = a
+        .http
+        .post(format!("{}/api/v1/session-leases", a.url))
+        .bearer_auth(&key)
+        .header("x-omniroute-lease-owner", &owner)
+        .json(&json!({"action": "acquire", "model": "openai/gpt-4o-mini"}));
+    assert_eq!(acquire.send().await.unwrap().status(), 200);
+    assert_eq!(fenced(&b).await.unwrap().status(), 200, "B serves the lease A took");
+    // The lease ends behind the feed's back (no notification): B's memory
+    // still holds it, the shared row does not.
+    let end = "UPDATE session_leases SET state = 'RELEASED', active_owner = NULL, active_connection = NULL";
+    a.state.db.execute_unprepared(end).await.unwrap();
+    let refused = fenced(&b).await.unwrap();
+    assert_eq!(refused.status(), 409, "the row decides: {}", refused.text().await.unwrap());
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test]
 async fn a_session_keeps_its_account_whichever_instance_it_reaches() {
     let (a, b) = pair().await;
     a.without_cooldowns().await;

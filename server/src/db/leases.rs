@@ -83,6 +83,15 @@ pub async fn release(db: &DatabaseConnection, id: &str, now: i64, reason: Option
     Ok(())
 }
 
+/// The owner's active, unexpired lease, if any (the fence on a shared database).
+pub async fn active_of(db: &DatabaseConnection, owner_hex: &str, now: i64) -> Result<Option<row::Model>, DbErr> {
+    row::Entity::find()
+        .filter(row::Column::ActiveOwner.eq(owner_hex))
+        .filter(row::Column::ExpiresAt.gt(now))
+        .one(db)
+        .await
+}
+
 /// The active, unexpired leases (at start).
 pub async fn load_active(db: &DatabaseConnection, now: i64) -> Result<Vec<row::Model>, DbErr> {
     row::Entity::find()

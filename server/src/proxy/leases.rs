@@ -93,7 +93,10 @@ pub async fn fenced(
     plan: &Plan,
 ) -> Result<Lease, ProxyError> {
     let key = key.ok_or_else(|| stale(Stale::ForeignKey))?;
-    let lease = state.routing.leases.fence(&ctx.owner, ctx.generation, &key.id).map_err(stale)?;
+    let lease = service::fence(state, &ctx.owner, ctx.generation, &key.id).await.map_err(|e| match e {
+        LeaseError::Stale(why) => stale(why),
+        _ => store_unavailable(key),
+    })?;
     let model = match (&plan.combo, plan.targets.first().and_then(|t| t.target.as_ref())) {
         (None, Some(target)) if target.provider.id == lease.provider => target.model.clone(),
         _ => String::new(),

@@ -22,6 +22,7 @@ use sea_orm::{DatabaseConnection, DbErr};
 use crate::{
     auth::api_keys::KeyEntry,
     db::{
+        entities::session_lease,
         feed::{self, Change},
         leases::{self as repo, Taken},
     },
@@ -133,7 +134,7 @@ pub async fn renew(
     ttl_ms: u64,
 ) -> Result<Lease, LeaseError> {
     let _one_at_a_time = state.routing.leases.lifecycle.lock().await;
-    let lease = state.routing.leases.fence(&owner, generation, &key.id).map_err(LeaseError::Stale)?;
+    let lease = fence(state, &owner, generation, &key.id).await?;
     extend(state, lease, ttl_ms).await
 }
 
@@ -146,10 +147,10 @@ pub async fn release(
     reason: Option<&str>,
 ) -> Result<(), LeaseError> {
     let _one_at_a_time = state.routing.leases.lifecycle.lock().await;
-    let lease = match state.routing.leases.fence(&owner, generation, &key.id) {
+    let lease = match fence(state, &owner, generation, &key.id).await {
         Ok(lease) => lease,
-        Err(Stale::NoLease) => return Ok(()),
-        Err(stale) => return Err(LeaseError::Stale(stale)),
+        Err(LeaseError::Stale(Stale::NoLease)) => return Ok(()),
+        Err(e) => return Err(e),
     };
     repo::release(&state.db, &lease.id, state.routing.leases.now(), reason).await?;
     state.routing.leases.remove(&owner);
@@ -177,8 +178,10 @@ pub async fn follow_health(state: &AppState, key: &KeyEntry, lease: Lease, model
     }
     let _one_at_a_time = state.routing.leases.lifecycle.lock().await;
     // Another request may have moved it meanwhile.
-    let Ok(current) = state.routing.leases.fence(&lease.owner, lease.generation, &key.id) else {
-        return Ok(state.routing.leases.of(&lease.owner).unwrap_or(lease));
+    let current = match fence(state, &lease.owner, lease.generation, &key.id).await {
+        Ok(current) => current,
+        Err(LeaseError::Stale(_)) => return Ok(state.routing.leases.of(&lease.owner).unwrap_or(lease)),
+        Err(e) => return Err(e),
     };
     let Ok(eligible) = eligible_connections(state, key, current.provider, model) else { return Ok(current) };
     let Some(free) = eligible.into_iter().find(|c| held_until(state, c).is_none()) else { return Ok(current) };
@@ -218,22 +221,37 @@ async fn extend(state: &AppState, mut lease: Lease, ttl_ms: u64) -> Result<Lease
 /// The active, unexpired leases stored (at start, and when another
 /// instance changed one).
 pub async fn stored(db: &DatabaseConnection, now: i64) -> Result<Vec<Lease>, DbErr> {
-    let rows = repo::load_active(db, now).await?;
-    Ok(rows
-        .into_iter()
-        .filter_map(|row| {
-            let owner = hex::decode(&row.owner_hash).ok().and_then(|b| <[u8; 32]>::try_from(b).ok())?;
-            Some(Lease {
-                id: row.id,
-                owner: Owner(owner),
-                key_id: row.key_id,
-                provider: catalog::find(&row.provider)?.id,
-                connection_id: row.connection_id.into(),
-                generation: u64::try_from(row.generation).unwrap_or(0),
-                expires_at: row.expires_at,
-            })
-        })
-        .collect())
+    Ok(repo::load_active(db, now).await?.into_iter().filter_map(lease_of).collect())
+}
+
+fn lease_of(row: session_lease::Model) -> Option<Lease> {
+    let owner = hex::decode(&row.owner_hash).ok().and_then(|b| <[u8; 32]>::try_from(b).ok())?;
+    Some(Lease {
+        id: row.id,
+        owner: Owner(owner),
+        key_id: row.key_id,
+        provider: catalog::find(&row.provider)?.id,
+        connection_id: row.connection_id.into(),
+        generation: u64::try_from(row.generation).unwrap_or(0),
+        expires_at: row.expires_at,
+    })
+}
+
+/// The fence (SPEC §R2.3): the owner's active lease, if `generation` is
+/// its current one and the request comes through the key that took it.
+/// With several instances on one Postgres the owner's row decides: another
+/// instance may have moved, renewed or released the lease a moment ago,
+/// before its notification arrived. One read per fenced request, there
+/// only; a single instance's memory is the truth.
+pub async fn fence(state: &AppState, owner: &Owner, generation: u64, key_id: &str) -> Result<Lease, LeaseError> {
+    if feed::shared(&state.db) {
+        let now = state.routing.leases.now();
+        match repo::active_of(&state.db, &owner.hex(), now).await?.and_then(lease_of) {
+            Some(stored) => state.routing.leases.put(stored),
+            None => state.routing.leases.remove(owner),
+        }
+    }
+    state.routing.leases.fence(owner, generation, key_id).map_err(LeaseError::Stale)
 }
 
 /// The provider (and model) a lease for `model` holds a connection of.
