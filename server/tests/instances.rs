@@ -324,6 +324,7 @@ async fn health_lists_the_instances_and_a_clean_stop_leaves_the_list() {
     let page = a.http.get(format!("{}/monitoring/health", a.url)).header("cookie", &cookie).send().await.unwrap();
     let html = page.text().await.unwrap();
     assert!(html.contains(r#"data-testid="instances""#) && html.contains("(this one)"), "the Health page lists them");
+    assert!(html.contains("2 live instances share this database"), "Queues says its rows are this instance's");
     // One that went quiet (killed, or cut off) is shown silent.
     let now = a.state.clock.now_ms();
     let gone = server::db::entities::gateway_instance::Model {

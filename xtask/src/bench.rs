@@ -61,6 +61,13 @@ use crate::{
 };
 
 const MGMT_KEY: &str = "bench-management-key";
+/// Every gateway's environment. Request-queue protection is off for every
+/// phase but its own.
+const ENV: [(&str, &str); 3] = [
+    ("OMNIROUTE_MANAGEMENT_KEY", MGMT_KEY),
+    ("RATE_LIMIT_AUTO_ENABLE", "false"),
+    ("OMNIROUTE_LOG_RETENTION_ROWS", LOG_RETENTION),
+];
 /// Linux `USER_HZ`: the unit of CPU times in /proc/<pid>/stat.
 const TICKS_PER_SEC: f64 = 100.0;
 
@@ -82,12 +89,7 @@ pub fn run(against: Option<&std::path::Path>) -> anyhow::Result<()> {
     let data_dir = out_dir.join("data");
     let _ = std::fs::remove_dir_all(&data_dir);
     std::fs::create_dir_all(&out_dir)?;
-    // Request-queue protection is off for every phase but its own.
-    let env = [
-        ("OMNIROUTE_MANAGEMENT_KEY", MGMT_KEY),
-        ("RATE_LIMIT_AUTO_ENABLE", "false"),
-        ("OMNIROUTE_LOG_RETENTION_ROWS", LOG_RETENTION),
-    ];
+    let env = ENV;
     eprintln!("request-queue protection: off (RATE_LIMIT_AUTO_ENABLE=false) except in the protection phase");
     let (gateway, fake, gw_url, fake_url) = start_stack("release", &data_dir, "info", &env)?;
     let (key, connection_id) =
@@ -146,6 +148,34 @@ pub fn run(against: Option<&std::path::Path>) -> anyhow::Result<()> {
     std::fs::write(out_dir.join("latest.json"), serde_json::to_string_pretty(&report)?)?;
     print_report(&report);
     eprintln!("\nwritten to {}", out_dir.join("latest.json").display());
+    Ok(())
+}
+
+/// Only the A/B of `cargo xtask bench --against`: this build and
+/// `baseline`, each with its log at retention, in paired throughput
+/// rounds (a few minutes, where the whole bench takes twenty).
+pub fn ab_only(baseline: &std::path::Path) -> anyhow::Result<()> {
+    step("build release binaries");
+    util::build_release_stack()?;
+    let out_dir = util::target_dir().join("bench");
+    let data_dir = out_dir.join("data");
+    let _ = std::fs::remove_dir_all(&data_dir);
+    std::fs::create_dir_all(&out_dir)?;
+    let env = ENV;
+    let (gateway, fake, gw_url, fake_url) = start_stack("release", &data_dir, "info", &env)?;
+    let (key, _) =
+        tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(setup(&gw_url, &fake_url))?;
+    let through = Target {
+        name: "gateway",
+        url: format!("{gw_url}/v1/chat/completions"),
+        model: "openai/fake-model",
+        key: Some(key),
+    };
+    fill_log(&through)?;
+    let report = json!({"against": against_baseline(baseline, &through, &fake_url, &out_dir, &env)?});
+    drop((gateway, fake));
+    let _ = std::fs::remove_dir_all(&data_dir);
+    println!("{}", serde_json::to_string_pretty(&report)?);
     Ok(())
 }
 

@@ -1,6 +1,6 @@
 //! Build orchestration without network downloads (replaces cargo-leptos
 //! and Trunk): `cargo xtask build [--release] | serve [--release] [-- ARGS]
-//! | test | e2e [--release] [-- PLAYWRIGHT ARGS] | e2e-clients | bench [--against OMNIROUTE_BINARY] | chaos [--seconds N] [--seed S] | heap | layers | login-flood | conn-flood | soak [--minutes N]`.
+//! | test | e2e [--release] [-- PLAYWRIGHT ARGS] | e2e-clients | bench [--against OMNIROUTE_BINARY [--ab-only]] | chaos [--seconds N] [--seed S] | heap | layers | login-flood | conn-flood | soak [--minutes N]`.
 //! See ARCHITECTURE.md §3.
 
 mod bench;
@@ -38,7 +38,10 @@ fn main() -> anyhow::Result<()> {
         Some("e2e-clients") => e2e_clients::run(),
         Some("bench") => {
             let against = args.iter().skip_while(|a| *a != "--against").nth(1).map(std::path::PathBuf::from);
-            bench::run(against.as_deref())
+            match against {
+                Some(baseline) if args.iter().any(|a| a == "--ab-only") => bench::ab_only(&baseline),
+                against => bench::run(against.as_deref()),
+            }
         }
         Some("chaos") => chaos::run(&chaos::Options::parse(&args)?),
         Some("heap") => heap::run(),
@@ -47,7 +50,7 @@ fn main() -> anyhow::Result<()> {
         Some("conn-flood") => floods::connections(),
         Some("soak") => soak::run(&args),
         _ => bail!(
-            "usage: cargo xtask <build [--release] | serve [--release] [-- ARGS] | test | e2e [--release] [-- ARGS] | e2e-clients | bench [--against OMNIROUTE_BINARY] | chaos [--seconds N] [--seed S] | heap | layers | login-flood | conn-flood | soak [--minutes N]>"
+            "usage: cargo xtask <build [--release] | serve [--release] [-- ARGS] | test | e2e [--release] [-- ARGS] | e2e-clients | bench [--against OMNIROUTE_BINARY [--ab-only]] | chaos [--seconds N] [--seed S] | heap | layers | login-flood | conn-flood | soak [--minutes N]>"
         ),
     }
 }

@@ -133,6 +133,14 @@ fn Report(r: HealthReport, tick: RwSignal<u64>, reset: ServerAction<ResetBreaker
         <section class="mb-6 bg-white p-4 rounded-md shadow-sm">
             <h2 class="font-semibold mb-2">"Queues"</h2>
             <QueueTable queues=r.queues />
+            {let live = r.instances.iter().filter(|i| !i.silent).count();
+            (live > 1).then(|| view! {
+                <p class="text-sm text-slate-600 mt-2" data-testid="queues-shared">
+                    {format!(
+                        "{live} live instances share this database: each concurrency limit holds for them together, and each request queue here runs its share of the pace (1/{live}). The rows show this instance's requests."
+                    )}
+                </p>
+            })}
             <p class="text-sm mt-2 tabular-nums" data-testid="waiting-for-cooldown" data-waiting=r.waiting_for_cooldown>
                 {match r.waiting_for_cooldown {
                     0 => "No request is waiting for a cooldown or a combo's short lock to end.".to_owned(),

@@ -89,7 +89,9 @@ pub async fn acquire(limits: &[Limit], shared: Option<Shared<'_>>) -> Result<Hel
     let Some(shared) = shared.filter(|_| !limits.is_empty()) else {
         return Ok(Held { _shared: Vec::new(), _local: local });
     };
-    match shared.take(limits).await {
+    // Boxed: the database's future is large, and a single instance's
+    // requests (which never get here) should not carry its room.
+    match Box::pin(shared.take(limits)).await {
         Ok(slots) => Ok(Held { _shared: slots, _local: local }),
         Err(full) => {
             local.withdraw();
