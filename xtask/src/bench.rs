@@ -215,7 +215,7 @@ fn one_worker_vs_relay(
 ) -> anyhow::Result<Value> {
     let env: Vec<(&str, &str)> = env.iter().copied().chain([("OMNIROUTE_WORKERS", "1")]).collect();
     let r = with_another_gateway(omniroute, "one-worker", fake_url, out_dir, &env, |one, pid| {
-        step(&format!("one worker vs the bare relay (c=32, {ROUNDS} paired rounds)"));
+        step(&format!("one worker vs the bare relay (c=32, {} paired rounds)", rounds()));
         throughput_rounds(relay, one, pid)
     })?;
     let p = percentile;
@@ -236,7 +236,7 @@ fn against_baseline(
     env: &[(&str, &str)],
 ) -> anyhow::Result<Value> {
     let r = with_another_gateway(baseline, "baseline", fake_url, out_dir, env, |other, pid| {
-        step(&format!("A/B: this gateway vs {} (c=32, {ROUNDS} paired rounds)", baseline.display()));
+        step(&format!("A/B: this gateway vs {} (c=32, {} paired rounds)", baseline.display(), rounds()));
         throughput_rounds(this, other, pid)
     })?;
     let p = percentile;
@@ -251,8 +251,13 @@ fn against_baseline(
     }))
 }
 
-/// Throughput rounds, interleaved so both targets see the same conditions.
+/// Throughput rounds, interleaved so both targets see the same conditions
+/// (`OMNIROUTE_BENCH_ROUNDS` asks for more, for an A/B on a noisy machine).
 const ROUNDS: usize = 3;
+
+fn rounds() -> usize {
+    std::env::var("OMNIROUTE_BENCH_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(ROUNDS)
+}
 const ROUND_SECS: &str = "4";
 const ROUND_WARMUP_SECS: &str = "1";
 
@@ -266,7 +271,7 @@ struct Rounds {
     rss_peak: u64,
 }
 
-/// `ROUNDS` rounds of (direct, gateway) at c=32, with the gateway's CPU
+/// [`rounds`] rounds of (direct, gateway) at c=32, with the gateway's CPU
 /// time and peak RSS during its share.
 fn throughput_rounds(direct: &Target, gateway: &Target, pid: u32) -> anyhow::Result<Rounds> {
     let mut r = Rounds {
@@ -278,11 +283,17 @@ fn throughput_rounds(direct: &Target, gateway: &Target, pid: u32) -> anyhow::Res
         rss_peak: 0,
     };
     let (mut cpu_used, mut served) = (0u64, 0.0);
-    for _ in 0..ROUNDS {
-        let d = loadgen(direct, "throughput", None)?;
+    for round in 0..rounds() {
+        // Every other round the gateway goes first, so neither side always
+        // meets the other's leftovers (its log writer, a warm cache).
+        let d = if round % 2 == 0 { Some(loadgen(direct, "throughput", None)?) } else { None };
         let cpu_before = cpu_ticks(pid)?;
         let (g, peak) = with_rss_sampler(pid, || loadgen(gateway, "throughput", None))?;
         cpu_used += cpu_ticks(pid)? - cpu_before;
+        let d = match d {
+            Some(d) => d,
+            None => loadgen(direct, "throughput", None)?,
+        };
         // The warm-up requests used CPU too.
         served += g["completed"].as_f64().unwrap_or(0.0) * (1.0 + 1.0 / 4.0);
         r.rss_peak = r.rss_peak.max(peak);
@@ -316,7 +327,7 @@ fn measure(direct: &Target, gateway: &Target, translated: &Target, relay: &Targe
     Ok(json!({
         "throughput": {
             "concurrency": 32,
-            "rounds": ROUNDS,
+            "rounds": rounds(),
             "directRps": p(&d_rps, 0.5),
             "gatewayRps": p(&g_rps, 0.5),
             "ratio": p(&ratios, 0.5),

@@ -82,21 +82,36 @@ pub struct Held {
     _local: Permit,
 }
 
-/// Takes a slot at every limit (all at once) without waiting: here, then
-/// the shared ones; on refusal, the index of the first full gate.
-pub async fn acquire(limits: &[Limit], shared: Option<Shared<'_>>) -> Result<Held, usize> {
-    let local = Concurrency::try_acquire(limits)?;
-    let Some(shared) = shared.filter(|_| !limits.is_empty()) else {
-        return Ok(Held { _shared: Vec::new(), _local: local });
-    };
-    // Boxed: the database's future is large, and a single instance's
-    // requests (which never get here) should not carry its room.
-    match Box::pin(shared.take(limits)).await {
-        Ok(slots) => Ok(Held { _shared: slots, _local: local }),
+/// Takes this instance's slot at every limit (all at once) without
+/// waiting; on refusal, the index of the first full gate. All a single
+/// instance needs, and no future: the request path stays synchronous here.
+pub fn acquire_here(limits: &[Limit]) -> Result<Held, usize> {
+    Ok(Held { _shared: Vec::new(), _local: Concurrency::try_acquire(limits)? })
+}
+
+/// Adds the shared slots of `limits` to `held` (several instances on one
+/// Postgres); on refusal this instance's slots are given back too, and
+/// the index of the first full gate is the answer.
+pub async fn share(held: Held, limits: &[Limit], shared: Shared<'_>) -> Result<Held, usize> {
+    if limits.is_empty() {
+        return Ok(held);
+    }
+    match shared.take(limits).await {
+        Ok(slots) => Ok(Held { _shared: slots, ..held }),
         Err(full) => {
-            local.withdraw();
+            held._local.withdraw();
             Err(full)
         }
+    }
+}
+
+/// [`acquire_here`], then [`share`] on a shared database.
+async fn acquire(limits: &[Limit], shared: Option<Shared<'_>>) -> Result<Held, usize> {
+    let held = acquire_here(limits)?;
+    match shared {
+        // Boxed: the database's future is large.
+        Some(shared) => Box::pin(share(held, limits, shared)).await,
+        None => Ok(held),
     }
 }
 

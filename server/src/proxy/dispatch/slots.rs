@@ -41,10 +41,11 @@ pub enum Taken {
 
 /// Takes the slots on `conn` if that needs no wait. The permit is tried
 /// first: it costs nothing to give back, a queue start spends the rate.
-pub async fn try_take(state: &AppState, call: &Call<'_>, conn: &LiveConnection, who: Requester) -> Taken {
+/// On a shared database the limits' shared slots are [`share`]d next.
+pub fn try_take(state: &AppState, call: &Call<'_>, conn: &LiveConnection, who: Requester) -> Taken {
     let model = &call.target.model;
     let limits = permits::limits(&state.admission.concurrency, global_cap(state), conn, model, who);
-    let Ok(permit) = permits::acquire(&limits, Shared::of(state)).await else {
+    let Ok(permit) = permits::acquire_here(&limits) else {
         return Taken::Busy;
     };
     let queue = match queue::entry(state, conn, model) {
@@ -56,6 +57,22 @@ pub async fn try_take(state: &AppState, call: &Call<'_>, conn: &LiveConnection, 
         },
     };
     Taken::Slots(Slots { permit, queue })
+}
+
+/// Adds the shared slots (several instances on one Postgres) to the
+/// slots [`try_take`] took; `None` when another instance holds them (the
+/// connection is busy; a queue start already made stays spent).
+pub async fn share(
+    state: &AppState,
+    call: &Call<'_>,
+    conn: &LiveConnection,
+    who: Requester,
+    slots: Slots,
+    shared: Shared<'_>,
+) -> Option<Slots> {
+    let limits = permits::limits(&state.admission.concurrency, global_cap(state), conn, &call.target.model, who);
+    let Slots { permit, queue } = slots;
+    Some(Slots { permit: permits::share(permit, &limits, shared).await.ok()?, queue })
 }
 
 /// Waits for the slots on `conn`: in its request queue, then for its

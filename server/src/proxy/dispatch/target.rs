@@ -12,6 +12,7 @@ use super::{
     call_upstream::attempt,
     error::DispatchError,
     gates,
+    shared_slots::Shared,
     slots::{self, Slots, Taken},
 };
 use crate::{
@@ -125,8 +126,17 @@ pub async fn try_connections(
         if out_of_time() {
             return Err(Unserved { failures, excluded, out_of_time: true });
         }
-        match slots::try_take(state, call, conn, t.requester).await {
+        match slots::try_take(state, call, conn, t.requester) {
             Taken::Slots(slots) => {
+                // Several instances on one Postgres: the shared slots too.
+                let slots = match Shared::of(state) {
+                    None => Some(slots),
+                    Some(shared) => Box::pin(slots::share(state, call, conn, t.requester, slots, shared)).await,
+                };
+                let Some(slots) = slots else {
+                    busy.get_or_insert(conn);
+                    continue;
+                };
                 if let Some(response) = serve_on(state, call, t, conn, slots, &mut failures).await {
                     return Ok(response);
                 }
