@@ -9,7 +9,7 @@ mod common;
 
 use common::{
     Gateway, chat_body, chat_keys,
-    instances::{pair, within_staleness},
+    instances::{pair, routes_connections, within_staleness},
     v1,
 };
 use fake_upstream::{FakeUpstream, Rule};
@@ -99,7 +99,7 @@ async fn an_account_cooling_on_one_instance_cools_on_the_other() {
     let fake = FakeUpstream::start().await.unwrap();
     a.add_connection("openai", "first", "sk-first", &v1(&fake), 0).await;
     let second = a.add_connection("openai", "second", "sk-second", &v1(&fake), 1).await;
-    within_staleness("the connections added on A", || async { b.get_json("/api/providers").await["total"] == 2 }).await;
+    routes_connections(&b, 2).await;
     fake.push_rule(Rule {
         api_key: Some("sk-first".into()),
         status: Some(429),
@@ -154,7 +154,7 @@ async fn changes_reach_the_other_instance_within_a_second_under_load() {
     let (a, b) = pair().await;
     let fake = FakeUpstream::start().await.unwrap();
     a.add_connection("openai", "busy", "sk-busy", &v1(&fake), 0).await;
-    within_staleness("the connection", || async { b.get_json("/api/providers").await["total"] == 1 }).await;
+    routes_connections(&b, 1).await;
     // Both instances serve a steady stream of requests meanwhile.
     let stop = Arc::new(AtomicBool::new(false));
     let load: Vec<_> = [&a, &b]
@@ -218,10 +218,8 @@ async fn a_lease_taken_through_one_holds_on_the_other() {
             .json(&json!({"action": "acquire", "model": "openai/gpt-4o-mini"}))
             .send()
     };
-    within_staleness("the connections and the key", || async {
-        b.get_json("/api/providers").await["total"] == 2 && b.get_json("/api/keys").await["keys"][0].is_object()
-    })
-    .await;
+    routes_connections(&b, 2).await;
+    within_staleness("the key", || async { b.state.auth.keys.lookup(&key).is_some() }).await;
     let taken: serde_json::Value = acquire(&a).await.unwrap().json().await.unwrap();
     assert_eq!(taken["generation"], 1);
     // Other requests through B leave the leased account alone.
@@ -256,8 +254,8 @@ async fn the_lease_fence_reads_the_shared_row() {
             .json(&chat_body("openai/gpt-4o-mini", false))
             .send()
     };
-    within_staleness("the connection and the key", || async { b.get_json("/api/keys").await["keys"][0].is_object() })
-        .await;
+    routes_connections(&b, 1).await;
+    within_staleness("the key", || async { b.state.auth.keys.lookup(&key).is_some() }).await;
     let acquire = a
         .http
         .post(format!("{}/api/v1/session-leases", a.url))
@@ -287,7 +285,7 @@ async fn a_session_keeps_its_account_whichever_instance_it_reaches() {
         let req = gw.http.post(format!("{}/v1/chat/completions", gw.url)).header("x-session-id", session);
         req.json(&chat_body("openai/gpt-4o-mini", false)).send()
     };
-    within_staleness("the connections", || async { b.get_json("/api/providers").await["total"] == 2 }).await;
+    routes_connections(&b, 2).await;
     // A 429 (no cooldown) moves the session to the second account on A.
     fake.push_rule(Rule { api_key: Some("sk-first".into()), status: Some(429), times: Some(1), ..Default::default() });
     let served = turn(&a, "s1").await.unwrap();
@@ -351,7 +349,7 @@ async fn a_model_locked_on_one_instance_is_locked_on_the_other() {
         json!({"modelLockout": {"enabled": true, "baseCooldownMs": 60_000}, "waitForCooldown": {"enabled": false}});
     assert_eq!(a.api(Method::PATCH, "/api/resilience").json(&settings).send().await.unwrap().status(), 200);
     within_staleness("the connection and the settings", || async {
-        b.get_json("/api/providers").await["total"] == 1
+        b.state.routing.connections.snapshot().all().count() == 1
             && b.get_json("/api/resilience").await["modelLockout"]["baseCooldownMs"] == 60_000
     })
     .await;

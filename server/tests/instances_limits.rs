@@ -44,8 +44,17 @@ async fn limited_on_both(
     assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
     within_staleness("the limits set on A", || async {
         b.get_json("/api/providers").await["connections"][0].pointer(pointer) == Some(&expected)
+            && same_limits(a, b, &id)
     })
     .await;
+}
+
+/// Whether `b`'s routing view (rebuilt from the feed, a moment after the
+/// database listing shows the change) holds `a`'s limits for connection `id`.
+fn same_limits(a: &Gateway, b: &Gateway, id: &str) -> bool {
+    let limits =
+        |gw: &Gateway| gw.state.routing.connections.snapshot().connection(id).map(|c| format!("{:?}", c.limits));
+    limits(a).is_some() && limits(a) == limits(b)
 }
 
 /// A chat request to `gw`, sent from a task of its own.
@@ -84,7 +93,7 @@ async fn max_concurrent_holds_for_both_instances_together() {
     let uncap = a.api(Method::PUT, &format!("/api/providers/{id}")).json(&json!({"maxConcurrent": null}));
     assert_eq!(uncap.send().await.unwrap().status(), 200);
     within_staleness("the cap lifted on A", || async {
-        b.get_json("/api/providers").await["connections"][0]["maxConcurrent"].is_null()
+        b.get_json("/api/providers").await["connections"][0]["maxConcurrent"].is_null() && same_limits(&a, &b, &id)
     })
     .await;
     let free = mean_request(&b, 100).await;

@@ -74,3 +74,13 @@ where
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
+
+/// Waits until `gw` routes to `n` connections: its routing view (rebuilt
+/// from the feed), not the database listing, which the other instance's
+/// write makes visible a moment before the feed arrives.
+pub async fn routes_connections(gw: &Gateway, n: usize) -> Duration {
+    within_staleness("the connections added on the other instance", || async {
+        gw.state.routing.connections.snapshot().all().count() == n
+    })
+    .await
+}
