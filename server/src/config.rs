@@ -101,6 +101,9 @@ pub struct Config {
     pub log_json: bool,
     pub connect_timeout: Duration,
     pub fetch_timeout: Duration,
+    /// A PEM file of authorities trusted for upstream HTTPS beside the
+    /// webpki roots (`OMNIROUTE_UPSTREAM_CA_FILE`).
+    pub upstream_ca_file: Option<PathBuf>,
     /// The time budget the attempts of one request share, counted from its
     /// first attempt (`OMNIROUTE_REQUEST_DEADLINE_MS`).
     pub request_deadline: Duration,
@@ -242,6 +245,7 @@ impl Config {
             log_json: get("OMNIROUTE_LOG_FORMAT").is_some_and(|f| f.eq_ignore_ascii_case("json")),
             connect_timeout: parse_ms(env, "FETCH_CONNECT_TIMEOUT_MS", DEFAULT_CONNECT_TIMEOUT_MS)?,
             fetch_timeout: parse_ms(env, "FETCH_TIMEOUT_MS", DEFAULT_FETCH_TIMEOUT_MS)?,
+            upstream_ca_file: get("OMNIROUTE_UPSTREAM_CA_FILE").map(PathBuf::from),
             request_deadline: parse_ms(env, "OMNIROUTE_REQUEST_DEADLINE_MS", DEFAULT_REQUEST_DEADLINE_MS)?,
             oauth_token_urls: env
                 .iter()

@@ -61,8 +61,12 @@ pub async fn build_state_with_clock(config: Config, clock: Arc<dyn Clock>) -> an
             "\n  OmniRoute admin password (shown once): {generated}\n  Change it with `omniroute reset-password`.\n"
         );
     }
-    let executor = Executor::new(config.connect_timeout, config.fetch_timeout, Matcher::from_env())
-        .context("building the HTTP client")?;
+    let extra_roots = match &config.upstream_ca_file {
+        Some(path) => upstream::read_roots(path).map_err(|e| anyhow::anyhow!("OMNIROUTE_UPSTREAM_CA_FILE: {e}"))?,
+        None => Vec::new(),
+    };
+    let executor = Executor::new(config.connect_timeout, config.fetch_timeout, Matcher::from_env(), extra_roots)
+        .context("OMNIROUTE_UPSTREAM_CA_FILE: building the HTTP client")?;
     let resilience = services::resilience::load(&db, config.resilience_env.clone()).await?;
     let traffic = seeded_traffic(&db, clock.now_ms()).await?;
     let (store, outboxes) = Store::spawn(&db, config.log_retention_rows, traffic, clock.clone());

@@ -106,3 +106,22 @@ async fn pins_leases_and_key_uses_are_stored_on_postgres() {
     assert_eq!(gw.state.routing.leases.active().len(), 1, "the lease is restored");
     gw.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn of_two_instances_starting_at_once_on_a_new_database_one_makes_the_password() {
+    use sea_orm::ConnectionTrait;
+    use server::{auth::password, db::settings::ADMIN_PASSWORD_HASH};
+    let url = common::fresh_postgres_database().await;
+    let (a, b) = (server::db::connect(&url).await.unwrap(), server::db::connect(&url).await.unwrap());
+    for round in 0..5 {
+        let forget = format!("DELETE FROM key_value WHERE key = '{ADMIN_PASSWORD_HASH}'");
+        a.execute_unprepared(&forget).await.unwrap();
+        let (on_a, on_b) = tokio::join!(password::ensure_initial(&a, None), password::ensure_initial(&b, None));
+        let printed: Vec<String> = [on_a.unwrap(), on_b.unwrap()].into_iter().flatten().collect();
+        assert_eq!(printed.len(), 1, "round {round}: exactly one instance prints a password");
+        assert!(
+            password::check(&b, &printed[0]).await.unwrap(),
+            "round {round}: the printed password is the stored one"
+        );
+    }
+}

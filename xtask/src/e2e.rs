@@ -72,8 +72,22 @@ pub fn start_stack(
     log: &str,
     env: &[(&str, &str)],
 ) -> anyhow::Result<(Service, Service, String, String)> {
+    start_stack_with(profile, data_dir, log, env, &[])
+}
+
+/// [`start_stack`], the fake upstream started with `fake_args` (e.g.
+/// `--tls`).
+pub fn start_stack_with(
+    profile: &str,
+    data_dir: &Path,
+    log: &str,
+    env: &[(&str, &str)],
+    fake_args: &[&str],
+) -> anyhow::Result<(Service, Service, String, String)> {
     let bin = util::target_dir().join(profile);
-    let (fake, fake_url) = Service::start(Command::new(bin.join("fake-upstream")), "http://")?;
+    let mut fake = Command::new(bin.join("fake-upstream"));
+    fake.args(fake_args);
+    let (fake, fake_url) = Service::start(fake, "://")?;
     let fake_url = fake_url.trim().to_owned();
     let env: Vec<(&str, String)> = env.iter().map(|(k, v)| (*k, v.replace("{fake}", &fake_url))).collect();
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();

@@ -12,18 +12,20 @@
 mod oauth;
 mod responses;
 mod script;
+mod tls;
 mod tool_call;
 
 pub use oauth::{CLAUDE_ORG, CODE_ASSIST_PROJECT, CODEX_ACCOUNT, jwt};
 pub use responses::{DEFAULT_CONTENT, MODELS};
 pub use script::{Garble, LATE_EVENT, Rule};
+pub use tls::{Alpn, ca_file};
 pub use tool_call::{CALL_ID, ToolCall};
 
 use axum::{
     Json, Router,
     body::{Body, Bytes},
     extract::State,
-    http::{HeaderMap, Method, StatusCode, Uri, header},
+    http::{HeaderMap, Method, StatusCode, Uri, Version, header},
     response::{IntoResponse, Response},
     routing::{delete, get, post},
 };
@@ -32,7 +34,15 @@ use parking_lot::Mutex;
 use responses::Kind;
 use script::{RequestFacts, Script};
 use serde::Serialize;
-use std::{collections::BTreeMap, collections::VecDeque, net::SocketAddr, sync::Arc, time::Duration};
+use std::{
+    collections::{BTreeMap, VecDeque},
+    net::SocketAddr,
+    sync::{
+        Arc,
+        atomic::{AtomicU32, Ordering},
+    },
+    time::Duration,
+};
 use tokio::net::TcpListener;
 
 /// Most requests the log keeps (oldest dropped first).
@@ -47,6 +57,8 @@ pub struct RecordedRequest {
     /// Lower-cased header names.
     pub headers: BTreeMap<String, String>,
     pub body: String,
+    /// `HTTP/1.1` or `HTTP/2.0`.
+    pub version: String,
 }
 
 #[derive(Default)]
@@ -59,6 +71,8 @@ struct Shared {
     in_flight: Mutex<BTreeMap<String, InFlight>>,
     /// The OAuth issuer of subscription accounts.
     issuer: oauth::Issuer,
+    /// Connections accepted (counted over TLS only).
+    connections: Arc<AtomicU32>,
 }
 
 /// Requests being answered now, and the most at once.
@@ -102,6 +116,7 @@ pub struct FakeUpstream {
     addr: SocketAddr,
     shared: Arc<Shared>,
     _shutdown: tokio::sync::oneshot::Sender<()>,
+    tls: bool,
 }
 
 impl FakeUpstream {
@@ -124,16 +139,32 @@ impl FakeUpstream {
                 })
                 .await;
         });
-        Ok(Self { addr, shared, _shutdown: tx })
+        Ok(Self { addr, shared, _shutdown: tx, tls: false })
+    }
+
+    /// Starts on an ephemeral loopback port over TLS ([`tls`]), offering
+    /// `alpn`, recording requests.
+    pub async fn start_tls(alpn: Alpn) -> anyhow::Result<Self> {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared { record: true, ..Default::default() });
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        tls::spawn(listener, alpn, router(shared.clone()), shared.connections.clone(), rx)?;
+        Ok(Self { addr, shared, _shutdown: tx, tls: true })
+    }
+
+    /// The connections accepted so far (a fake started by [`Self::start_tls`]).
+    pub fn connections(&self) -> u32 {
+        self.shared.connections.load(Ordering::Relaxed)
     }
 
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
 
-    /// `http://127.0.0.1:<port>`
+    /// `http://127.0.0.1:<port>` (`https://` over TLS).
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("{}://{}", if self.tls { "https" } else { "http" }, self.addr)
     }
 
     /// Adds a rule; the newest matching rule wins.
@@ -234,11 +265,18 @@ fn requested_model(path: &str, body: &serde_json::Value) -> Option<String> {
     Some(rest.split(':').next()?.to_owned())
 }
 
-async fn serve(State(s): State<Arc<Shared>>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+async fn serve(
+    State(s): State<Arc<Shared>>,
+    method: Method,
+    version: Version,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let path = uri.path();
     let query = uri.query();
     if s.record {
-        record(&s, &method, path, query, &headers, &body);
+        record(&s, (&method, version), path, query, &headers, &body);
     }
     let json: serde_json::Value = serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
     if path.ends_with("/oauth/token") {
@@ -416,7 +454,14 @@ fn split_single(frames: Vec<Bytes>) -> Vec<Bytes> {
     }
 }
 
-fn record(s: &Shared, method: &Method, path: &str, query: Option<&str>, headers: &HeaderMap, body: &Bytes) {
+fn record(
+    s: &Shared,
+    (method, version): (&Method, Version),
+    path: &str,
+    query: Option<&str>,
+    headers: &HeaderMap,
+    body: &Bytes,
+) {
     let entry = RecordedRequest {
         method: method.to_string(),
         path: path.to_owned(),
@@ -426,6 +471,7 @@ fn record(s: &Shared, method: &Method, path: &str, query: Option<&str>, headers:
             .map(|(k, v)| (k.as_str().to_owned(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
             .collect(),
         body: String::from_utf8_lossy(body).into_owned(),
+        version: format!("{version:?}"),
     };
     let mut log = s.log.lock();
     if log.len() >= REQUEST_LOG_CAP {

@@ -1,5 +1,7 @@
 //! Opens upstream connections: TCP, TLS (rustls with the webpki roots,
-//! ALPN h2 + http/1.1), and the proxies the environment names.
+//! and the authorities of `OMNIROUTE_UPSTREAM_CA_FILE`; ALPN h2 +
+//! http/1.1, so an upstream that offers HTTP/2 carries many requests on
+//! one connection), and the proxies the environment names.
 //!
 //! Proxies follow curl's variables (`HTTPS_PROXY`, `HTTP_PROXY`,
 //! `ALL_PROXY`, `NO_PROXY`, lower-case too): an `https://` upstream is
@@ -14,9 +16,14 @@ use hyper_util::client::{
     legacy::connect::{Connected, Connection, HttpConnector, proxy::Tunnel},
     proxy::matcher::Matcher,
 };
+use rustls::pki_types::{
+    CertificateDer,
+    pem::{self, PemObject},
+};
 use std::{
     future::Future,
     io,
+    path::Path,
     pin::Pin,
     sync::Arc,
     task::{Context, Poll},
@@ -36,12 +43,20 @@ pub struct Connector {
 }
 
 impl Connector {
-    pub fn new(connect_timeout: Duration, proxies: Matcher) -> Result<Self, rustls::Error> {
+    /// `extra_roots` are trusted beside the webpki roots.
+    pub fn new(
+        connect_timeout: Duration,
+        proxies: Matcher,
+        extra_roots: Vec<CertificateDer<'static>>,
+    ) -> Result<Self, rustls::Error> {
         let mut tcp = HttpConnector::new();
         tcp.enforce_http(false);
         tcp.set_nodelay(true);
         tcp.set_connect_timeout(Some(connect_timeout));
-        let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+        let mut roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+        for root in extra_roots {
+            roots.add(root)?;
+        }
         let tls = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
             .with_safe_default_protocol_versions()?
             .with_root_certificates(roots)
@@ -58,6 +73,33 @@ impl Connector {
             return None;
         }
         self.proxies.intercept(uri).and_then(|p| p.basic_auth().cloned())
+    }
+}
+
+/// The certificates of a PEM file (`OMNIROUTE_UPSTREAM_CA_FILE`): an
+/// upstream behind a private authority (a self-hosted model server).
+pub fn read_roots(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
+    let roots = CertificateDer::pem_file_iter(path)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| format!("cannot read the certificates of {}: {}", path.display(), pem_problem(e)))?;
+    if roots.is_empty() {
+        return Err(format!("{} holds no PEM certificate", path.display()));
+    }
+    Ok(roots)
+}
+
+/// What is wrong with a PEM file, in words (the crate's own names the
+/// markers in bytes).
+fn pem_problem(e: pem::Error) -> String {
+    match e {
+        pem::Error::Io(e) => e.to_string(),
+        pem::Error::MissingSectionEnd { end_marker } => {
+            format!("a section has no \"-----END {}-----\" line", String::from_utf8_lossy(&end_marker))
+        }
+        pem::Error::IllegalSectionStart { line } => {
+            format!("\"{}\" does not start a PEM section", String::from_utf8_lossy(&line))
+        }
+        other => other.to_string(),
     }
 }
 
@@ -130,3 +172,26 @@ impl Read for UpstreamIo {
 }
 
 crate::forward_writes::forward_writes!(Write, [] UpstreamIo, io);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ca_file_gives_its_certificates_or_says_why_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let test_ca = Path::new(env!("CARGO_MANIFEST_DIR")).join("../end2end/fake-upstream/tls/ca.pem");
+        assert_eq!(read_roots(&test_ca).unwrap().len(), 1);
+        let empty = dir.path().join("empty.pem");
+        std::fs::write(&empty, "not a certificate\n").unwrap();
+        assert!(read_roots(&empty).unwrap_err().ends_with("holds no PEM certificate"));
+        let cut = dir.path().join("cut.pem");
+        std::fs::write(&cut, "-----BEGIN CERTIFICATE-----\nMIIB\n").unwrap();
+        let problem = read_roots(&cut).unwrap_err();
+        assert!(problem.ends_with("a section has no \"-----END CERTIFICATE-----\" line"), "{problem}");
+        let missing = dir.path().join("missing.pem");
+        assert!(read_roots(&missing).unwrap_err().starts_with("cannot read the certificates of"));
+        let roots = read_roots(&test_ca).unwrap();
+        assert!(Connector::new(Duration::from_secs(1), Matcher::builder().build(), roots).is_ok());
+    }
+}

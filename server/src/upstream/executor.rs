@@ -20,6 +20,7 @@ use hyper_util::{
     },
     rt::{TokioExecutor, TokioTimer},
 };
+use rustls::pki_types::CertificateDer;
 use std::{net::IpAddr, time::Duration};
 use thread_local::ThreadLocal;
 
@@ -30,6 +31,10 @@ use super::connector::Connector;
 pub enum TransportError {
     #[error("could not connect to the upstream")]
     Connect,
+    /// The TLS handshake failed: most often a certificate this gateway
+    /// does not trust (a private upstream needs `OMNIROUTE_UPSTREAM_CA_FILE`).
+    #[error("the upstream's TLS handshake failed: {0}")]
+    Handshake(String),
     #[error("the upstream did not answer within {0:?}")]
     Timeout(Duration),
     #[error("the upstream connection failed: {0}")]
@@ -42,7 +47,7 @@ impl TransportError {
     /// The `error_kind` recorded in `proxy_logs`.
     pub fn kind(&self) -> &'static str {
         match self {
-            Self::Connect => "connect_error",
+            Self::Connect | Self::Handshake(_) => "connect_error",
             Self::Timeout(_) => "timeout",
             Self::Network(_) => "network_error",
             Self::Stalled(_) => "body_stalled",
@@ -50,7 +55,11 @@ impl TransportError {
     }
 
     fn from_client(e: &hyper_util::client::legacy::Error) -> Self {
-        if e.is_connect() { Self::Connect } else { Self::Network(causes(e)) }
+        match (e.is_connect(), tls_cause(e)) {
+            (true, Some(tls)) => Self::Handshake(tls.to_string()),
+            (true, None) => Self::Connect,
+            (false, _) => Self::Network(causes(e)),
+        }
     }
 }
 
@@ -65,6 +74,23 @@ fn causes(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     text
+}
+
+/// The TLS error among `e`'s causes. An I/O error wrapping another is
+/// looked into (its `source` skips the wrapped one).
+fn tls_cause<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+    let mut cause = Some(e);
+    while let Some(c) = cause {
+        if let Some(tls) = c.downcast_ref::<rustls::Error>() {
+            return Some(tls);
+        }
+        let wrapped = c.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref());
+        cause = match wrapped {
+            Some(inner) => Some(inner as &dyn std::error::Error),
+            None => c.source(),
+        };
+    }
+    None
 }
 
 type HttpClient = Client<Connector, Full<Bytes>>;
@@ -117,9 +143,15 @@ const UA: &str = concat!("omniroute-rs/", env!("CARGO_PKG_VERSION"));
 
 impl Executor {
     /// `proxies` decides which upstreams are reached through a proxy
-    /// (`Matcher::from_env()` in production).
-    pub fn new(connect_timeout: Duration, fetch_timeout: Duration, proxies: Matcher) -> Result<Self, rustls::Error> {
-        let connector = Connector::new(connect_timeout, proxies)?;
+    /// (`Matcher::from_env()` in production); `extra_roots` are trusted
+    /// beside the webpki roots.
+    pub fn new(
+        connect_timeout: Duration,
+        fetch_timeout: Duration,
+        proxies: Matcher,
+        extra_roots: Vec<CertificateDer<'static>>,
+    ) -> Result<Self, rustls::Error> {
+        let connector = Connector::new(connect_timeout, proxies, extra_roots)?;
         Ok(Self { clients: ThreadLocal::new(), connector, fetch_timeout })
     }
 
@@ -413,7 +445,7 @@ mod tests {
     }
 
     fn executor(fetch_timeout: Duration, proxies: Matcher) -> Executor {
-        Executor::new(Duration::from_secs(5), fetch_timeout, proxies).unwrap()
+        Executor::new(Duration::from_secs(5), fetch_timeout, proxies, Vec::new()).unwrap()
     }
 
     async fn chat(executor: &Executor, conn: &Endpoint) -> Result<UpstreamResponse, TransportError> {

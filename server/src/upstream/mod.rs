@@ -16,6 +16,7 @@ use bytes::Bytes;
 use futures_util::future::BoxFuture;
 use http::HeaderMap;
 
+pub use connector::read_roots;
 use executor::{Endpoint, Executor, TransportError, UpstreamResponse};
 
 /// The calls the gateway makes to a provider. The hyper [`Executor`] in
