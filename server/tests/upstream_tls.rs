@@ -3,7 +3,7 @@
 //! requests (and open streams) share one connection, and HTTP/1.1 where
 //! only that is offered. `OMNIROUTE_UPSTREAM_CA_FILE` adds the authority
 //! of a private upstream (here the fake's test authority) to the roots.
-#![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly on unexpected errors")]
 
 mod common;
 
@@ -80,4 +80,39 @@ async fn a_ca_file_without_certificates_stops_the_start_naming_the_variable() {
         message.starts_with("OMNIROUTE_UPSTREAM_CA_FILE: ") && message.contains("holds no PEM certificate"),
         "{message}"
     );
+}
+
+/// Opens `n` streams to `gw` at once (each sends its first words, then
+/// stays open, by `fake`'s rule); fails if one waits 20 s for them.
+async fn open_streams(gw: &Gateway, n: usize) -> Vec<reqwest::Response> {
+    let open = (0..n).map(|_| async {
+        let mut resp = gw.chat(chat_body("openai/gpt-4o-mini", true), None).await;
+        assert_eq!(resp.status(), 200);
+        assert!(resp.chunk().await.unwrap().is_some());
+        resp
+    });
+    let within = tokio::time::timeout(std::time::Duration::from_secs(20), join_all(open)).await;
+    within.expect("every stream got its first words; none waited for a place on a full connection")
+}
+
+#[tokio::test]
+async fn streams_beyond_what_one_http2_connection_allows_open_another() {
+    let fake = FakeUpstream::start_tls_with_streams(Alpn::Http2, 100).await.unwrap();
+    let gw = Gateway::start_configured(tempfile::tempdir().unwrap(), |c| {
+        c.upstream_ca_file = Some(ca_file());
+        c.client.max_connections_per_client = Some(1_000);
+    })
+    .await;
+    gw.add_connection("openai", "tls", "sk-tls", &v1(&fake), 0).await;
+    fake.push_rule(Rule { stall_after_chunks: Some(2), ..Rule::default() });
+    // The first alone: until a host has answered, requests that find no
+    // connection each start a handshake (the pool keeps the first done).
+    let mut streams = open_streams(&gw, 1).await;
+    streams.extend(open_streams(&gw, 99).await);
+    assert_eq!(fake.connections(), 1, "the first hundred share a connection");
+    // Fifty at once open the second lane: one handshake, the rest wait for it.
+    streams.extend(open_streams(&gw, 50).await);
+    assert_eq!((fake.in_flight("*").now, fake.connections()), (150, 2), "150 streams on two connections");
+    drop(streams);
+    gw.stop().await;
 }

@@ -143,13 +143,20 @@ impl FakeUpstream {
     }
 
     /// Starts on an ephemeral loopback port over TLS ([`tls`]), offering
-    /// `alpn`, recording requests.
+    /// `alpn`, recording requests; its HTTP/2 connections take any number
+    /// of requests at once.
     pub async fn start_tls(alpn: Alpn) -> anyhow::Result<Self> {
+        Self::start_tls_with_streams(alpn, u32::MAX).await
+    }
+
+    /// [`Self::start_tls`], an HTTP/2 connection taking `max_streams`
+    /// requests at once at most (`SETTINGS_MAX_CONCURRENT_STREAMS`).
+    pub async fn start_tls_with_streams(alpn: Alpn, max_streams: u32) -> anyhow::Result<Self> {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared { record: true, ..Default::default() });
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        tls::spawn(listener, alpn, router(shared.clone()), shared.connections.clone(), rx)?;
+        tls::spawn(listener, (alpn, max_streams), router(shared.clone()), shared.connections.clone(), rx)?;
         Ok(Self { addr, shared, _shutdown: tx, tls: true })
     }
 

@@ -56,18 +56,18 @@ fn acceptor(alpn: Alpn) -> anyhow::Result<TlsAcceptor> {
 }
 
 /// Serves `app` over TLS on `listener` until `shutdown`, counting the
-/// connections it accepts in `accepted`.
+/// connections it accepts in `accepted`; an HTTP/2 connection carries
+/// `max_streams` requests at once at most.
 pub(crate) fn spawn(
     listener: TcpListener,
-    alpn: Alpn,
+    (alpn, max_streams): (Alpn, u32),
     app: Router,
     accepted: Arc<AtomicU32>,
     mut shutdown: oneshot::Receiver<()>,
 ) -> anyhow::Result<()> {
     let acceptor = acceptor(alpn)?;
     let mut http = auto::Builder::new(TokioExecutor::new());
-    // Room for the heap suite's thousands of streams on one connection.
-    http.http2().max_concurrent_streams(u32::MAX);
+    http.http2().max_concurrent_streams(max_streams);
     let http = Arc::new(http);
     tokio::spawn(async move {
         loop {

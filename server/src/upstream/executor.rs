@@ -9,7 +9,7 @@ use app::types::Protocol;
 use bytes::Bytes;
 use futures_util::{StreamExt, stream::BoxStream};
 use http::{
-    HeaderMap, HeaderValue, Method, Request, StatusCode, Uri,
+    HeaderMap, HeaderValue, Method, Request, StatusCode, Uri, Version,
     header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, PROXY_AUTHORIZATION, USER_AGENT},
 };
 use http_body_util::{BodyDataStream, BodyExt, Full, combinators::BoxBody};
@@ -21,10 +21,17 @@ use hyper_util::{
     rt::{TokioExecutor, TokioTimer},
 };
 use rustls::pki_types::CertificateDer;
-use std::{net::IpAddr, time::Duration};
+use std::{
+    net::IpAddr,
+    sync::atomic::{AtomicBool, Ordering},
+    time::Duration,
+};
 use thread_local::ThreadLocal;
 
-use super::connector::Connector;
+use super::{
+    connector::Connector,
+    lanes::{Lanes, Taken},
+};
 
 /// Why an upstream request got no (complete) HTTP response.
 #[derive(Debug, thiserror::Error)]
@@ -105,19 +112,22 @@ pub struct Endpoint {
     pub headers: HeaderMap,
     /// Where its model list sits under the base URL.
     pub models_path: &'static str,
+    /// Its last answer came over HTTP/2: its requests may go out on
+    /// another lane when this thread's first is full ([`Lanes`]).
+    http2: AtomicBool,
 }
 
 impl Endpoint {
     /// An endpoint called with an API key (or nothing).
     pub fn new(protocol: Protocol, base_url: BaseUrl, credential: Option<&str>) -> Self {
         let headers = auth_headers(protocol, credential, false);
-        Self { protocol, base_url, headers, models_path: models_path(protocol) }
+        Self { protocol, base_url, headers, models_path: models_path(protocol), http2: AtomicBool::new(false) }
     }
 
     /// An endpoint called with a subscription's OAuth access token.
     pub fn oauth(protocol: Protocol, base_url: BaseUrl, access_token: Option<&str>) -> Self {
         let headers = auth_headers(protocol, access_token, true);
-        Self { protocol, base_url, headers, models_path: models_path(protocol) }
+        Self { protocol, base_url, headers, models_path: models_path(protocol), http2: AtomicBool::new(false) }
     }
 }
 
@@ -127,13 +137,15 @@ const ANTHROPIC_BETA: &str = "anthropic-beta";
 
 /// The HTTP clients and the timeouts every upstream call obeys.
 ///
-/// One client — one connection pool — per worker thread: a pooled
-/// connection is driven by a task on the thread that opened it, so a
-/// request that borrowed another thread's connection would wake that
-/// thread twice per request. With per-thread pools a request, its
-/// upstream connection and its response stay on one thread.
+/// Clients — connection pools — per worker thread: a pooled connection is
+/// driven by a task on the thread that opened it, so a request that
+/// borrowed another thread's connection would wake that thread twice per
+/// request. With per-thread pools a request, its upstream connection and
+/// its response stay on one thread. A thread opens another client when
+/// its clients each carry [`PER_LANE`](super::lanes::PER_LANE) requests
+/// (`upstream::lanes`).
 pub struct Executor {
-    clients: ThreadLocal<HttpClient>,
+    clients: ThreadLocal<Lanes<HttpClient>>,
     connector: Connector,
     /// Time until the response starts (`FETCH_TIMEOUT_MS`).
     fetch_timeout: Duration,
@@ -155,12 +167,15 @@ impl Executor {
         Ok(Self { clients: ThreadLocal::new(), connector, fetch_timeout })
     }
 
-    fn client(&self) -> &HttpClient {
-        self.clients.get_or(|| {
+    /// A place for one request on this thread's clients; `spill`: on
+    /// another lane when the first is full.
+    fn client(&self, spill: bool) -> Taken<HttpClient> {
+        self.clients.get_or(Lanes::default).take(spill, |first| {
             Client::builder(TokioExecutor::new())
                 .pool_timer(TokioTimer::new())
                 .pool_idle_timeout(Duration::from_secs(90))
                 .pool_max_idle_per_host(64)
+                .http2_only(!first)
                 .build(self.connector.clone())
         })
     }
@@ -189,14 +204,14 @@ impl Executor {
             headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         }
         headers.insert(ACCEPT, HeaderValue::from_static(if stream { "text/event-stream" } else { "application/json" }));
-        self.send(req).await
+        self.send(req, endpoint).await
     }
 
     /// GETs `path` of the endpoint with its own headers (its model list,
     /// a subscription's usage).
     pub async fn get(&self, endpoint: &Endpoint, path: &str) -> Result<UpstreamResponse, TransportError> {
         let req = self.request(Method::GET, endpoint, path, Bytes::new())?;
-        self.send(req).await
+        self.send(req, endpoint).await
     }
 
     /// A request to `path` of the endpoint with its own headers.
@@ -217,11 +232,33 @@ impl Executor {
         Ok(req)
     }
 
-    async fn send(&self, req: Request<Full<Bytes>>) -> Result<UpstreamResponse, TransportError> {
-        match tokio::time::timeout(self.fetch_timeout, self.client().request(req)).await {
+    async fn send(&self, req: Request<Full<Bytes>>, endpoint: &Endpoint) -> Result<UpstreamResponse, TransportError> {
+        let lane = self.client(endpoint.http2.load(Ordering::Relaxed));
+        match tokio::time::timeout(self.fetch_timeout, lane.client().request(req)).await {
             Err(_) => Err(TransportError::Timeout(self.fetch_timeout)),
-            Ok(Err(e)) => Err(TransportError::from_client(&e)),
-            Ok(Ok(resp)) => Ok(UpstreamResponse(resp.map(|body| body.map_err(|e| causes(&e)).boxed()))),
+            Ok(Err(e)) => {
+                // Perhaps it no longer speaks HTTP/2: the first lane asks next.
+                endpoint.http2.store(false, Ordering::Relaxed);
+                Err(TransportError::from_client(&e))
+            }
+            // The request keeps its place on the lane until its body ends.
+            Ok(Ok(resp)) => Ok(UpstreamResponse(
+                {
+                    let http2 = resp.version() == Version::HTTP_2;
+                    if endpoint.http2.load(Ordering::Relaxed) != http2 {
+                        endpoint.http2.store(http2, Ordering::Relaxed);
+                    }
+                    resp
+                }
+                .map(|body| {
+                    body.map_err(|e| causes(&e))
+                        .map_frame(move |frame| {
+                            let _in_flight = &lane;
+                            frame
+                        })
+                        .boxed()
+                }),
+            )),
         }
     }
 }

@@ -8,6 +8,7 @@ mod connector;
 pub mod executor;
 #[cfg(test)]
 pub mod fake;
+mod lanes;
 pub mod limit_reset;
 pub mod model_facts;
 pub mod oauth;
