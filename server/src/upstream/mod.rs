@@ -12,6 +12,7 @@ mod lanes;
 pub mod limit_reset;
 pub mod model_facts;
 pub mod oauth;
+mod transport_error;
 
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
