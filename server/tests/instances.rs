@@ -211,10 +211,7 @@ async fn a_lease_taken_through_one_holds_on_the_other() {
     let key = a.create_key(body).await["key"].as_str().unwrap().to_owned();
     let owner = format!("vlo_{}", "x".repeat(43));
     let acquire = |gw: &Gateway| {
-        gw.http
-            .post(format!("{}/api/v1/session-leases", gw.url))
-            .bearer_auth(&key)
-            .header("x-omniroute-lease-owner", &owner)
+        as_owner(gw, "/api/v1/session-leases", &key, &owner)
             .json(&json!({"action": "acquire", "model": "openai/gpt-4o-mini"}))
             .send()
     };
@@ -237,6 +234,11 @@ async fn a_lease_taken_through_one_holds_on_the_other() {
     b.stop().await;
 }
 
+/// A POST to `path` of `gw` with `key`, as lease owner `owner`.
+fn as_owner(gw: &Gateway, path: &str, key: &str, owner: &str) -> reqwest::RequestBuilder {
+    gw.http.post(format!("{}{path}", gw.url)).bearer_auth(key).header("x-omniroute-lease-owner", owner)
+}
+
 #[tokio::test]
 async fn the_lease_fence_reads_the_shared_row() {
     let (a, b) = pair().await;
@@ -246,21 +248,14 @@ async fn the_lease_fence_reads_the_shared_row() {
     let key = a.create_key(body).await["key"].as_str().unwrap().to_owned();
     let owner = format!("vlo_{}", "y".repeat(43));
     let fenced = |gw: &Gateway| {
-        gw.http
-            .post(format!("{}/v1/chat/completions", gw.url))
-            .bearer_auth(&key)
-            .header("x-omniroute-lease-owner", &owner)
+        as_owner(gw, "/v1/chat/completions", &key, &owner)
             .header("x-omniroute-lease-generation", "1")
             .json(&chat_body("openai/gpt-4o-mini", false))
             .send()
     };
     routes_connections(&b, 1).await;
     within_staleness("the key", || async { b.state.auth.keys.lookup(&key).is_some() }).await;
-    let acquire = a
-        .http
-        .post(format!("{}/api/v1/session-leases", a.url))
-        .bearer_auth(&key)
-        .header("x-omniroute-lease-owner", &owner)
+    let acquire = as_owner(&a, "/api/v1/session-leases", &key, &owner)
         .json(&json!({"action": "acquire", "model": "openai/gpt-4o-mini"}));
     assert_eq!(acquire.send().await.unwrap().status(), 200);
     assert_eq!(fenced(&b).await.unwrap().status(), 200, "B serves the lease A took");
