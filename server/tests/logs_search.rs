@@ -7,21 +7,18 @@ mod common;
 
 use app::types::{LogSearch, StatusClass};
 use common::Gateway;
-use sea_orm::{ActiveValue::Set, NotSet};
-use server::db::{entities::proxy_log, logs};
+use server::db::logs::{self, LogRecord};
 
-fn row(i: i64, provider: &str, model: &str, connection: Option<&str>, status: i32, at: i64) -> proxy_log::ActiveModel {
-    proxy_log::ActiveModel {
-        id: NotSet,
-        created_at: Set(at),
-        request_id: Set(format!("r{i}")),
-        endpoint: Set("/v1/chat/completions".into()),
-        provider: Set(provider.into()),
-        connection_id: Set(connection.map(str::to_owned)),
-        model: Set(model.into()),
-        status: Set(status),
-        latency_ms: Set(1),
-        stream: Set(false),
+fn row(i: i64, provider: &str, model: &str, connection: Option<&str>, status: i32, at: i64) -> LogRecord {
+    LogRecord {
+        created_at: at,
+        request_id: format!("r{i}"),
+        endpoint: "/v1/chat/completions".into(),
+        provider: provider.into(),
+        connection_id: connection.map(str::to_owned),
+        model: model.into(),
+        status,
+        latency_ms: 1,
         ..Default::default()
     }
 }

@@ -6,6 +6,7 @@
 use app::types::Scope;
 use arc_swap::ArcSwap;
 use sea_orm::{DatabaseConnection, DbErr};
+use sha2::{Digest as _, Sha256};
 use std::{
     collections::HashMap,
     sync::{
@@ -60,8 +61,12 @@ impl KeyEntry {
     }
 }
 
+/// A key's SHA-256, as bytes: the registry hashes the presented key on
+/// every `/v1` request and looks it up without writing it out as hex.
+type Digest = [u8; 32];
+
 pub struct KeyRegistry {
-    by_hash: ArcSwap<HashMap<String, Arc<KeyEntry>>>,
+    by_hash: ArcSwap<HashMap<Digest, Arc<KeyEntry>>>,
     clock: Arc<dyn Clock>,
     uses: Arc<KeyUses>,
 }
@@ -77,7 +82,8 @@ impl KeyRegistry {
 
     /// The key presented, if valid; its use is recorded.
     pub fn lookup(&self, presented: &str) -> Option<Arc<KeyEntry>> {
-        let entry = self.by_hash.load().get(&super::sha256_hex(presented)).cloned()?;
+        let digest: Digest = Sha256::digest(presented.as_bytes()).into();
+        let entry = self.by_hash.load().get(&digest).cloned()?;
         let now = self.clock.now_ms();
         if entry.used(now) {
             self.uses.put(entry.id.clone(), now);
@@ -100,13 +106,18 @@ impl KeyRegistry {
         let map = api_keys::list(db)
             .await?
             .into_iter()
-            .map(|row| {
+            .filter_map(|row| {
+                let mut digest: Digest = [0; 32];
+                if hex::decode_to_slice(&row.key_hash, &mut digest).is_err() {
+                    tracing::error!(key_id = row.id, "an API key's stored hash is not SHA-256 hex; the key is ignored");
+                    return None;
+                }
                 let allowed = row.allowed_connections.as_deref().and_then(|s| serde_json::from_str(s).ok());
                 let entry = KeyEntry::new(row.id, parse_scopes(&row.scopes), allowed);
                 // A use not stored yet is not lost by the reload.
-                let known = before.get(&row.key_hash).and_then(|k| k.last_used_at());
+                let known = before.get(&digest).and_then(|k| k.last_used_at());
                 entry.last_used_at.store(known.max(row.last_used_at).unwrap_or(0), Ordering::Relaxed);
-                (row.key_hash, Arc::new(entry))
+                Some((digest, Arc::new(entry)))
             })
             .collect();
         self.by_hash.store(Arc::new(map));

@@ -4,11 +4,7 @@
 //! protocol, and each is a row of the request log.
 
 use app::types::Scope;
-use axum::{
-    extract::{Request, State},
-    middleware::Next,
-    response::Response,
-};
+use axum::{extract::Request, response::Response};
 use std::sync::Arc;
 
 use super::{
@@ -27,32 +23,32 @@ use crate::{
     store::AttemptRecord,
 };
 
-/// Middleware for `/v1/*`: checks the client key and attaches its
-/// [`KeyEntry`] so dispatch can honour `allowedConnections`. Refusals come
-/// in the envelope of the endpoint's protocol.
-pub async fn require_client_key(State(state): State<Arc<AppState>>, mut req: Request, next: Next) -> Response {
+/// Checks the client key of a `/v1/*` request and attaches its
+/// [`KeyEntry`] so dispatch can honour `allowedConnections`; or the
+/// refusal, in the envelope of the endpoint's protocol.
+pub fn admit(state: &AppState, req: &mut Request) -> Result<(), Response> {
     let refused = |e: ProxyError, req: &Request| {
         let (protocol, endpoint) = client_protocol(req.uri().path());
         let request_id = req.extensions().get::<RequestId>().map_or("", |id| id.0.as_str());
-        log_refused(&state, AttemptRecord::request(request_id, endpoint, false, state.clock.now_ms()), &e);
-        e.into_response_as(protocol)
+        log_refused(state, AttemptRecord::request(request_id, endpoint, false, state.clock.now_ms()), &e);
+        Err(e.into_response_as(protocol))
     };
     let key = presented_key(req.headers());
     if let Some(entry) = key.and_then(|k| state.auth.keys.lookup(k)) {
         if !entry.has(Scope::Inference) {
-            return refused(Refused::InsufficientScope.because("this API key lacks the inference scope"), &req);
+            return refused(Refused::InsufficientScope.because("this API key lacks the inference scope"), req);
         }
         req.extensions_mut().insert::<Arc<KeyEntry>>(entry);
-        return next.run(req).await;
+        return Ok(());
     }
     if state.auth.keys.any() {
         if key.is_some() {
-            return refused(Refused::invalid_key(), &req);
+            return refused(Refused::invalid_key(), req);
         }
         if state.resilience.current().require_api_key {
             return refused(
                 Refused::MissingKey.because("Missing API key: send Authorization: Bearer <key> or x-api-key"),
-                &req,
+                req,
             );
         }
     }
@@ -63,7 +59,7 @@ pub async fn require_client_key(State(state): State<Arc<AppState>>, mut req: Req
         trust_proxy: state.config.trust_proxy,
     };
     if let Err(refusal) = anonymous::check(&origin, req.method(), req.headers()) {
-        return refused(refusal.into(), &req);
+        return refused(refusal.into(), req);
     }
-    next.run(req).await
+    Ok(())
 }

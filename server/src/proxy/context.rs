@@ -1,11 +1,19 @@
 //! Per-request identity: every `/v1` response carries `X-Request-Id` and
 //! `X-OmniRoute-Selected-Connection-Id` (`none` when no connection served).
 
-use axum::{extract::Request, http::HeaderValue, middleware::Next, response::Response};
+use axum::{
+    extract::{Request, State},
+    http::HeaderValue,
+    middleware::Next,
+    response::Response,
+};
 use std::sync::{
-    OnceLock,
+    Arc, OnceLock,
     atomic::{AtomicU64, Ordering},
 };
+
+use super::client_key;
+use crate::state::AppState;
 
 pub const REQUEST_ID: &str = "x-request-id";
 pub const SELECTED_CONNECTION: &str = "x-omniroute-selected-connection-id";
@@ -20,17 +28,51 @@ fn next_request_id() -> String {
     static PREFIX: OnceLock<u64> = OnceLock::new();
     static SEQ: AtomicU64 = AtomicU64::new(0);
     let prefix = *PREFIX.get_or_init(rand::random::<u64>);
-    format!("{prefix:016x}{:016x}", SEQ.fetch_add(1, Ordering::Relaxed))
+    let mut id = String::with_capacity(32);
+    push_hex(&mut id, prefix);
+    push_hex(&mut id, SEQ.fetch_add(1, Ordering::Relaxed));
+    id
 }
 
-pub async fn request_context(mut req: Request, next: Next) -> Response {
+/// `n` as 16 lowercase hex digits (`format!` costs more than the rest of
+/// the id: this runs once per request).
+fn push_hex(out: &mut String, n: u64) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    out.extend((0..16).rev().map(|i| char::from(DIGITS[(n >> (i * 4)) as usize & 0xf])));
+}
+
+/// The one middleware of `/v1/*`: a request id, then the client key
+/// check ([`client_key::admit`]), then the endpoint. Every response, a
+/// refusal too, carries the ids.
+pub async fn gate(State(state): State<Arc<AppState>>, mut req: Request, next: Next) -> Response {
     let id = next_request_id();
     req.extensions_mut().insert(RequestId(id.clone()));
-    let mut resp = next.run(req).await;
+    let mut resp = match client_key::admit(&state, &mut req) {
+        Ok(()) => next.run(req).await,
+        Err(refusal) => refusal,
+    };
     let headers = resp.headers_mut();
     if let Ok(v) = HeaderValue::from_str(&id) {
         headers.insert(REQUEST_ID, v);
     }
     headers.entry(SELECTED_CONNECTION).or_insert(HeaderValue::from_static("none"));
     resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_ids_are_32_hex_digits_a_shared_prefix_and_a_count() {
+        let (a, b) = (next_request_id(), next_request_id());
+        assert_eq!(a.len(), 32);
+        assert!(a.bytes().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()), "{a}");
+        assert_eq!(a[..16], b[..16]);
+        let count = |id: &str| u64::from_str_radix(&id[16..], 16).unwrap();
+        assert!(count(&b) > count(&a));
+        let mut s = String::new();
+        push_hex(&mut s, 0x0123_4567_89ab_cdef);
+        assert_eq!(s, "0123456789abcdef");
+    }
 }

@@ -25,22 +25,37 @@ pub mod usage;
 use axum::{
     Router,
     extract::DefaultBodyLimit,
-    middleware::{from_fn, from_fn_with_state},
+    middleware::from_fn_with_state,
     routing::{get, post},
 };
 use std::sync::Arc;
+use tower::Layer;
 
 use crate::state::AppState;
 
+const CHAT: &str = "/v1/chat/completions";
+const MESSAGES: &str = "/v1/messages";
+const RESPONSES: &str = "/v1/responses";
+const GEMINI: &str = "/v1beta/models/{*target}";
+const COUNT_TOKENS: &str = "/v1/messages/count_tokens";
+const MODELS: &str = "/v1/models";
+
+/// The endpoints behind one gate ([`context::gate`]) and one body limit.
+/// The layers wrap the endpoints' router once: layered per route (axum's
+/// `Router::layer`), each request cloned the whole boxed chain of every
+/// layer, a dozen allocations before the handler ran.
 pub fn router(state: &Arc<AppState>) -> Router<Arc<AppState>> {
-    Router::new()
-        .route("/v1/chat/completions", post(route::handle))
-        .route("/v1/messages", post(route::handle))
-        .route("/v1/responses", post(route::handle))
-        .route("/v1beta/models/{*target}", post(route::handle))
-        .route("/v1/messages/count_tokens", post(messages::count_tokens))
-        .route("/v1/models", get(models::list))
-        .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
-        .layer(from_fn_with_state(state.clone(), client_key::require_client_key))
-        .layer(from_fn(context::request_context))
+    let endpoints = Router::new()
+        .route(CHAT, post(route::handle))
+        .route(MESSAGES, post(route::handle))
+        .route(RESPONSES, post(route::handle))
+        .route(GEMINI, post(route::handle))
+        .route(COUNT_TOKENS, post(messages::count_tokens))
+        .route(MODELS, get(models::list))
+        .with_state(state.clone());
+    let gated = from_fn_with_state(state.clone(), context::gate)
+        .layer(DefaultBodyLimit::max(state.config.max_body_bytes).layer(endpoints));
+    [CHAT, MESSAGES, RESPONSES, GEMINI, COUNT_TOKENS, MODELS]
+        .into_iter()
+        .fold(Router::new(), |router, path| router.route_service(path, gated.clone()))
 }

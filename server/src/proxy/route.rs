@@ -97,7 +97,9 @@ pub fn handle(
         let heartbeat = state.config.sse_heartbeat_interval;
         let shutdown = state.clients.shutdown.wait();
         let stream = req.stream;
-        let answer = async move {
+        // Boxed: the serving future is large, and every layer above this
+        // handler would otherwise move it by value.
+        let answer = Box::pin(async move {
             let req = Arc::new(req);
             // Mid-stream recovery: not for a leased session, which its lease binds to one connection.
             let resume = (stream && state.config.stream_recovery_midstream && lease.is_none())
@@ -106,8 +108,8 @@ pub fn handle(
             let inbound =
                 Inbound { protocol, endpoint, request_id: &request_id.0, key, lease, resume, continuing: None };
             serve(&state, &req, &inbound).await.unwrap_or_else(|e| e.into_response_as(protocol))
-        };
-        if stream { keepalive::serve(Box::pin(answer), protocol, heartbeat, shutdown).await } else { answer.await }
+        });
+        if stream { keepalive::serve(answer, protocol, heartbeat, shutdown).await } else { answer.await }
     }
 }
 

@@ -1,8 +1,6 @@
 //! One row of the request log as the proxy fills it in: a plain record,
 //! turned into the `proxy_logs` row only by the store's writer.
 
-use sea_orm::NotSet;
-
 use super::traffic::Sample;
 use crate::db::entities::proxy_log;
 
@@ -71,8 +69,8 @@ impl AttemptRecord {
     }
 
     /// The row to insert (`id` is assigned by the database).
-    pub fn into_row(self) -> proxy_log::ActiveModel {
-        let mut row = proxy_log::ActiveModel::from(proxy_log::Model {
+    pub fn into_row(self) -> proxy_log::Model {
+        proxy_log::Model {
             id: 0,
             created_at: self.created_at,
             request_id: self.request_id,
@@ -93,8 +91,6 @@ impl AttemptRecord {
             refused: self.refused,
             wait_ms: self.wait_ms,
             key_id: self.key_id,
-        });
-        row.id = NotSet;
-        row
+        }
     }
 }
