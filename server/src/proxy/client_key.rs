@@ -23,15 +23,16 @@ use crate::{
     store::AttemptRecord,
 };
 
-/// Checks the client key of a `/v1/*` request and attaches its
-/// [`KeyEntry`] so dispatch can honour `allowedConnections`; or the
-/// refusal, in the envelope of the endpoint's protocol.
-pub fn admit(state: &AppState, req: &mut Request) -> Result<(), Response> {
+/// Checks the client key of a `/v1/*` request: `None` when it is
+/// admitted (its [`KeyEntry`] attached, so dispatch can honour
+/// `allowedConnections`), else the refusal, in the envelope of the
+/// endpoint's protocol.
+pub fn refusal(state: &AppState, req: &mut Request) -> Option<Response> {
     let refused = |e: ProxyError, req: &Request| {
         let (protocol, endpoint) = client_protocol(req.uri().path());
         let request_id = req.extensions().get::<RequestId>().map_or("", |id| id.0.as_str());
         log_refused(state, AttemptRecord::request(request_id, endpoint, false, state.clock.now_ms()), &e);
-        Err(e.into_response_as(protocol))
+        Some(e.into_response_as(protocol))
     };
     let key = presented_key(req.headers());
     if let Some(entry) = key.and_then(|k| state.auth.keys.lookup(k)) {
@@ -39,7 +40,7 @@ pub fn admit(state: &AppState, req: &mut Request) -> Result<(), Response> {
             return refused(Refused::InsufficientScope.because("this API key lacks the inference scope"), req);
         }
         req.extensions_mut().insert::<Arc<KeyEntry>>(entry);
-        return Ok(());
+        return None;
     }
     if state.auth.keys.any() {
         if key.is_some() {
@@ -61,5 +62,5 @@ pub fn admit(state: &AppState, req: &mut Request) -> Result<(), Response> {
     if let Err(refusal) = anonymous::check(&origin, req.method(), req.headers()) {
         return refused(refusal.into(), req);
     }
-    Ok(())
+    None
 }

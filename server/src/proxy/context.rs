@@ -42,14 +42,14 @@ fn push_hex(out: &mut String, n: u64) {
 }
 
 /// The one middleware of `/v1/*`: a request id, then the client key
-/// check ([`client_key::admit`]), then the endpoint. Every response, a
+/// check ([`client_key::refusal`]), then the endpoint. Every response, a
 /// refusal too, carries the ids.
 pub async fn gate(State(state): State<Arc<AppState>>, mut req: Request, next: Next) -> Response {
     let id = next_request_id();
     req.extensions_mut().insert(RequestId(id.clone()));
-    let mut resp = match client_key::admit(&state, &mut req) {
-        Ok(()) => next.run(req).await,
-        Err(refusal) => refusal,
+    let mut resp = match client_key::refusal(&state, &mut req) {
+        None => next.run(req).await,
+        Some(refusal) => refusal,
     };
     let headers = resp.headers_mut();
     if let Ok(v) = HeaderValue::from_str(&id) {
