@@ -1,19 +1,10 @@
 //! Per-request identity: every `/v1` response carries `X-Request-Id` and
 //! `X-OmniRoute-Selected-Connection-Id` (`none` when no connection served).
 
-use axum::{
-    extract::{Request, State},
-    http::HeaderValue,
-    middleware::Next,
-    response::Response,
-};
 use std::sync::{
-    Arc, OnceLock,
+    OnceLock,
     atomic::{AtomicU64, Ordering},
 };
-
-use super::client_key;
-use crate::state::AppState;
 
 pub const REQUEST_ID: &str = "x-request-id";
 pub const SELECTED_CONNECTION: &str = "x-omniroute-selected-connection-id";
@@ -24,7 +15,7 @@ pub struct RequestId(pub String);
 
 /// A new request id: 32 hex chars, a random per-process prefix and a
 /// counter — unique without a random-number syscall per request.
-fn next_request_id() -> String {
+pub fn next_request_id() -> String {
     static PREFIX: OnceLock<u64> = OnceLock::new();
     static SEQ: AtomicU64 = AtomicU64::new(0);
     let prefix = *PREFIX.get_or_init(rand::random::<u64>);
@@ -39,24 +30,6 @@ fn next_request_id() -> String {
 fn push_hex(out: &mut String, n: u64) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     out.extend((0..16).rev().map(|i| char::from(DIGITS[(n >> (i * 4)) as usize & 0xf])));
-}
-
-/// The one middleware of `/v1/*`: a request id, then the client key
-/// check ([`client_key::refusal`]), then the endpoint. Every response, a
-/// refusal too, carries the ids.
-pub async fn gate(State(state): State<Arc<AppState>>, mut req: Request, next: Next) -> Response {
-    let id = next_request_id();
-    req.extensions_mut().insert(RequestId(id.clone()));
-    let mut resp = match client_key::refusal(&state, &mut req) {
-        None => next.run(req).await,
-        Some(refusal) => refusal,
-    };
-    let headers = resp.headers_mut();
-    if let Ok(v) = HeaderValue::from_str(&id) {
-        headers.insert(REQUEST_ID, v);
-    }
-    headers.entry(SELECTED_CONNECTION).or_insert(HeaderValue::from_static("none"));
-    resp
 }
 
 #[cfg(test)]

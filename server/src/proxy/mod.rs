@@ -9,6 +9,7 @@ pub mod context;
 pub mod cooldown_wait;
 pub mod dispatch;
 pub mod errors;
+pub mod gate;
 pub mod handoff;
 pub mod leases;
 pub mod messages;
@@ -40,7 +41,7 @@ const GEMINI: &str = "/v1beta/models/{*target}";
 const COUNT_TOKENS: &str = "/v1/messages/count_tokens";
 const MODELS: &str = "/v1/models";
 
-/// The endpoints behind one gate ([`context::gate`]) and one body limit.
+/// The endpoints behind one gate ([`gate::gate`]) and one body limit.
 /// The layers wrap the endpoints' router once: layered per route (axum's
 /// `Router::layer`), each request cloned the whole boxed chain of every
 /// layer, a dozen allocations before the handler ran.
@@ -53,7 +54,7 @@ pub fn router(state: &Arc<AppState>) -> Router<Arc<AppState>> {
         .route(COUNT_TOKENS, post(messages::count_tokens))
         .route(MODELS, get(models::list))
         .with_state(state.clone());
-    let gated = from_fn_with_state(state.clone(), context::gate)
+    let gated = from_fn_with_state(state.clone(), gate::gate)
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes).layer(endpoints));
     [CHAT, MESSAGES, RESPONSES, GEMINI, COUNT_TOKENS, MODELS]
         .into_iter()
