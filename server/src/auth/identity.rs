@@ -4,11 +4,14 @@
 
 use axum::{
     extract::{ConnectInfo, FromRequestParts},
-    http::{Extensions, HeaderMap, header, request::Parts},
+    http::{Extensions, HeaderMap, HeaderName, header, request::Parts},
 };
 use std::net::{IpAddr, SocketAddr};
 
 use super::sessions;
+
+const X_API_KEY: HeaderName = HeaderName::from_static("x-api-key");
+const X_GOOG_API_KEY: HeaderName = HeaderName::from_static("x-goog-api-key");
 
 /// The bearer token, `x-api-key` or (Gemini clients) `x-goog-api-key` of
 /// a request.
@@ -17,8 +20,8 @@ pub fn presented_key(headers: &HeaderMap) -> Option<&str> {
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-        .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()))
-        .or_else(|| headers.get("x-goog-api-key").and_then(|v| v.to_str().ok()))
+        .or_else(|| headers.get(X_API_KEY).and_then(|v| v.to_str().ok()))
+        .or_else(|| headers.get(X_GOOG_API_KEY).and_then(|v| v.to_str().ok()))
         .map(str::trim)
 }
 

@@ -1,13 +1,14 @@
 //! Per-request identity: every `/v1` response carries `X-Request-Id` and
 //! `X-OmniRoute-Selected-Connection-Id` (`none` when no connection served).
 
+use axum::http::HeaderName;
 use std::sync::{
     OnceLock,
     atomic::{AtomicU64, Ordering},
 };
 
-pub const REQUEST_ID: &str = "x-request-id";
-pub const SELECTED_CONNECTION: &str = "x-omniroute-selected-connection-id";
+pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+pub const SELECTED_CONNECTION: HeaderName = HeaderName::from_static("x-omniroute-selected-connection-id");
 
 /// The gateway's id for one client request.
 #[derive(Clone, Debug)]

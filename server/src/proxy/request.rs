@@ -6,7 +6,7 @@
 //! translation through the internal representation otherwise.
 
 use app::types::Protocol;
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderName};
 use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -23,7 +23,8 @@ use crate::{
 };
 
 /// Client headers an upstream of the client's own protocol receives.
-const PASSTHROUGH_HEADERS: [&str; 2] = ["anthropic-version", "anthropic-beta"];
+const PASSTHROUGH_HEADERS: [HeaderName; 2] =
+    [HeaderName::from_static("anthropic-version"), HeaderName::from_static("anthropic-beta")];
 
 /// The fields the gateway reads, borrowed from the body; everything else
 /// is skipped by the parser.
@@ -175,8 +176,8 @@ impl ClientRequest {
     ) -> Self {
         let mut passthrough_headers = HeaderMap::new();
         for name in PASSTHROUGH_HEADERS {
-            for v in headers.get_all(name) {
-                passthrough_headers.append(name, v.clone());
+            for v in headers.get_all(&name) {
+                passthrough_headers.append(name.clone(), v.clone());
             }
         }
         Self {

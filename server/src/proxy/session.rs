@@ -5,7 +5,7 @@
 //! scratch) nor a log line; the key itself is only ever kept as its hash
 //! ([`crate::routing::affinity::SessionId`]).
 
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderName};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
@@ -13,13 +13,13 @@ use sha2::{Digest, Sha256};
 use crate::protocols::ir;
 
 /// Session headers, first match wins.
-pub const SESSION_HEADERS: [&str; 6] = [
-    "x-codex-session-id",
-    "x-session-id",
-    "x-omniroute-session",
-    "x-claude-code-session-id",
-    "session-id",
-    "x-session-affinity",
+pub const SESSION_HEADERS: [HeaderName; 6] = [
+    HeaderName::from_static("x-codex-session-id"),
+    HeaderName::from_static("x-session-id"),
+    HeaderName::from_static("x-omniroute-session"),
+    HeaderName::from_static("x-claude-code-session-id"),
+    HeaderName::from_static("session-id"),
+    HeaderName::from_static("x-session-affinity"),
 ];
 
 /// Values longer than this are hashed.
@@ -30,7 +30,7 @@ const MAX_PLAIN_LEN: usize = 180;
 pub fn session_key(headers: &HeaderMap) -> Option<String> {
     let value = SESSION_HEADERS
         .iter()
-        .filter_map(|name| headers.get(*name))
+        .filter_map(|name| headers.get(name))
         .filter_map(|v| v.to_str().ok())
         .map(str::trim)
         .find(|v| !v.is_empty())?;

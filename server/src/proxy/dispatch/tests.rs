@@ -114,7 +114,7 @@ fn is_about(took: Duration, secs: u64) -> bool {
 }
 
 fn served_by(resp: &Response) -> &str {
-    resp.headers()[crate::proxy::context::SELECTED_CONNECTION].to_str().unwrap()
+    resp.headers()[&crate::proxy::context::SELECTED_CONNECTION].to_str().unwrap()
 }
 
 #[tokio::test]
