@@ -207,7 +207,11 @@ async fn anonymous_use_is_local_json_and_addressed_to_this_gateway() {
     let off = gw.api(Method::PATCH, "/api/resilience").json(&json!({"requireApiKey": false})).send().await.unwrap();
     assert_eq!(off.status(), 200);
     assert_eq!(gw.chat(chat_body("openai/gpt-4o-mini", false), None).await.status(), 200);
-    assert_eq!(gw.chat(chat_body("openai/gpt-4o-mini", false), Some("omr-wrong")).await.status(), 401);
+    let wrong = gw.chat(chat_body("openai/gpt-4o-mini", false), Some("omr-wrong")).await;
+    assert_eq!(wrong.status(), 401);
+    // A refusal of the key carries the ids as an answer does.
+    assert_eq!(wrong.headers()["x-request-id"].len(), 32);
+    assert_eq!(wrong.headers()["x-omniroute-selected-connection-id"], "none");
     assert_eq!(gw.chat(chat_body("openai/gpt-4o-mini", false), Some(&key)).await.status(), 200);
     let plain = chat().header("content-type", "text/plain").body(body).send().await.unwrap();
     assert_eq!(plain.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE, "still local rules only");

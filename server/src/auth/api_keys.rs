@@ -153,6 +153,30 @@ mod tests {
         assert!(k.has(Scope::Inference) && !k.has(Scope::Management));
     }
 
+    #[tokio::test]
+    async fn keys_are_found_by_their_digest_and_a_row_whose_hash_is_not_hex_is_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = crate::db::connect(&format!("sqlite://{}", dir.path().join("k.db").display())).await.unwrap();
+        let row = |id: &str, key_hash: String| api_keys::ApiKeyRow {
+            id: id.into(),
+            name: id.into(),
+            key_hash,
+            key_prefix: "omr-".into(),
+            scopes: r#"["inference"]"#.into(),
+            allowed_connections: None,
+            created_at: 0,
+            last_used_at: None,
+        };
+        api_keys::insert(&db, row("good", super::super::sha256_hex("omr-good"))).await.unwrap();
+        api_keys::insert(&db, row("bad", "not-hex".into())).await.unwrap();
+        let clock = Arc::new(crate::resilience::clock::ManualClock::new(1_000));
+        let registry = KeyRegistry::new(clock, Arc::new(KeyUses::new(Arc::default())));
+        registry.reload(&db).await.unwrap();
+        assert_eq!(registry.lookup("omr-good").map(|k| k.id.clone()).as_deref(), Some("good"));
+        assert!(registry.lookup("omr-other").is_none());
+        assert_eq!(registry.by_hash.load().len(), 1, "the unreadable row is left out");
+    }
+
     #[test]
     fn a_use_is_due_for_storage_once_a_minute() {
         let k = KeyEntry::new("k".into(), vec![Scope::Inference], None);
