@@ -32,7 +32,7 @@ export async function login(page: Page) {
   await expect(page).toHaveURL(LANDING);
 }
 
-/** Unfolds a settings card (when folded) and opens its Edit form. */
+/** Unfolds a settings card (when folded) and opens its form (Edit). */
 export async function editCard(card: Locator) {
   if (!(await card.evaluate((d) => (d as HTMLDetailsElement).open))) await card.locator('summary').first().click();
   await card.getByText('Edit', { exact: true }).click();

@@ -74,7 +74,10 @@ test('a settings card saves as a plain form post; a refused one comes back open,
   // Folded to a line; <details> opens natively.
   await expect(card.getByTestId('card-line')).toContainText('Pin lifetime');
   await card.locator('summary').first().click();
+  await expect(card.locator('form')).toHaveCount(0);
+  // Edit is a link: the page comes back with this card's form open.
   await card.getByText('Edit', { exact: true }).click();
+  await expect(page).toHaveURL(/\?edit=session-affinity#session-affinity$/);
   // A duration is shown and typed in natural units, also without JS.
   await expect(card.getByLabel('Pin lifetime')).toHaveValue(/ h$/);
   await card.getByLabel('Pin lifetime').fill('2 h');

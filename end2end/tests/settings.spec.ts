@@ -255,10 +255,17 @@ test('Resilience is a table of contents and cards folded to a line each; a durat
   await expect(card.getByLabel('Requests per minute')).toBeHidden();
   await contents.getByRole('link', { name: 'Request queue' }).click();
   await expect(page).toHaveURL(/#request-queue$/);
+  // Folded cards carry no form (the page stays light); Edit opens the
+  // card's form in place, with the focus in its first field.
+  await expect(page.locator('[data-card] form')).toHaveCount(0);
   await editCard(card);
+  await expect(page.locator('[data-card] form')).toHaveCount(1);
+  await expect(card.locator('form :focus')).toHaveCount(1);
   const wait = card.getByLabel('Max queue wait');
   await expect(wait).toHaveValue(/^\d+ (s|min|h)$/);
   await wait.fill('2 d');
   await expect(card.locator('[data-error="requestQueue.maxWaitMs"]')).toHaveText('must be between 1 ms and 1 d');
   await card.getByRole('button', { name: 'Cancel' }).click();
+  await expect(page.locator('[data-card] form')).toHaveCount(0);
+  await expect(card.getByRole('link', { name: 'Edit' })).toBeVisible();
 });

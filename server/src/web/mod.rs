@@ -129,14 +129,15 @@ async fn back_without_stale_outcome(req: Request, next: Next) -> Response {
 }
 
 /// `url` without the query parameters that carry a refusal (`error`, and
-/// a settings card's `refused` and `f.<path>`); `None` when it has none.
+/// a settings card's `refused` and `f.<path>`) or an open settings form
+/// (`edit`: the card was saved); `None` when it has none.
 fn without_outcome(url: &str) -> Option<String> {
-    use app::types::settings::{REFUSED, TYPED};
+    use app::types::settings::{EDIT, REFUSED, TYPED};
     let base = url.split_once('#').map_or(url, |(base, _)| base);
     let (path, query) = base.split_once('?')?;
     let stale = |pair: &&str| {
         let key = pair.split_once('=').map_or(*pair, |(k, _)| k);
-        key == "error" || key == REFUSED || key.starts_with(TYPED)
+        key == "error" || key == REFUSED || key == EDIT || key.starts_with(TYPED)
     };
     let pairs: Vec<&str> = query.split('&').collect();
     if !pairs.iter().any(stale) {
@@ -205,5 +206,8 @@ mod tests {
         assert_eq!(without_outcome(mixed).as_deref(), Some("http://gw/logs?provider=openai&window=24h"));
         assert_eq!(without_outcome("http://gw/logs?provider=openai"), None);
         assert_eq!(without_outcome("http://gw/keys"), None);
+        // A card saved from its form opened without JS: back to the folded page.
+        let edited = "http://gw/settings/resilience?edit=request-queue";
+        assert_eq!(without_outcome(edited).as_deref(), Some("http://gw/settings/resilience"));
     }
 }

@@ -19,8 +19,8 @@ use crate::{
     types::{
         FieldError,
         settings::{
-            FieldKind, REFUSED, ResilienceSettings, ResilienceView, TYPED, apply_patch, form_to_patch, form_values,
-            human_ms, is_duration, rule_rows,
+            EDIT, FieldKind, REFUSED, ResilienceSettings, ResilienceView, TYPED, apply_patch, form_to_patch,
+            form_values, human_ms, is_duration, rule_rows,
         },
     },
 };
@@ -87,9 +87,10 @@ pub fn SettingsCard(
     let editable = card.editable(&view);
     let refused = refused_draft(card, &editable, &initial);
     let was_refused = refused.is_some();
+    let asked = leptos_router::hooks::use_query_map().with_untracked(|q| q.get(EDIT).as_deref() == Some(card.id));
     // A save reloads the cards: the one just saved stays open, saying so.
     let just_saved = save.value().with_untracked(|v| matches!(v, Some(Ok(s)) if s.card == card.id));
-    let open = open || was_refused || just_saved;
+    let open = open || was_refused || just_saved || asked;
     let draft = RwSignal::new(refused.unwrap_or_else(|| initial.clone()));
     let (settings, env) = (view.settings.clone(), view.env.clone());
     let client_errors = Memo::new(move |_| {
@@ -118,92 +119,125 @@ pub fn SettingsCard(
         server_errors.get().into_iter().filter(|e| !card.fields.iter().any(|f| belongs(e, f.path))).collect::<Vec<_>>()
     };
     let saved = move || save.value().with(|v| matches!(v, Some(Ok(s)) if s.card == card.id && s.errors.is_empty()));
-    let details = NodeRef::<html::Details>::new();
+    // The form exists only while the card is edited: a page of folded
+    // cards carries no form, so it parses, lays out and hydrates in a
+    // fraction of the time (the browser's form scan forces a layout per
+    // form). Edit is a link (`?edit=<card>`) a plain page load follows;
+    // with JS it opens the form in place.
+    let editing = RwSignal::new(was_refused || asked);
+    let form = NodeRef::<html::Form>::new();
+    let edit = move |ev: leptos::ev::MouseEvent| {
+        ev.prevent_default();
+        editing.set(true);
+        request_animation_frame(move || focus_first_input(form));
+    };
     // Save is held back while the draft is invalid only where the checks
     // run as it is typed: without JS a corrected value must still post.
     let live = RwSignal::new(false);
     Effect::new(move |_| live.set(true));
-    let reset_to = {
-        let initial = initial.clone();
-        move |values: Option<BTreeMap<String, String>>| {
-            draft.set(values.unwrap_or_else(|| initial.clone()));
-        }
+    let initial = StoredValue::new(initial);
+    let reset_to = move |values: Option<BTreeMap<String, String>>| {
+        draft.set(values.unwrap_or_else(|| initial.get_value()));
     };
-    let cancel = {
-        let reset_to = reset_to.clone();
-        move |ev: leptos::ev::MouseEvent| {
-            ev.prevent_default();
-            reset_to(None);
-            if let Some(d) = details.get() {
-                d.set_open(false);
-            }
-        }
+    let cancel = move |ev: leptos::ev::MouseEvent| {
+        ev.prevent_default();
+        reset_to(None);
+        editing.set(false);
     };
     let defaults = move |_| reset_to(Some(initial_values(card, &ResilienceSettings::default())));
     let view = StoredValue::new(view);
+    let builtin = StoredValue::new(builtin);
+    let fields = move || {
+        card.fields
+            .iter()
+            .map(|field: &'static Field| {
+                let env = view.with_value(|v| v.env_for(field.path).cloned());
+                let default = builtin.with_value(|b| b.get(field.path).cloned());
+                view! { <FieldInput field draft initial=initial.get_value() env errors=errors_for(field.path) default /> }
+            })
+            .collect_view()
+    };
+    let edit_form = move || {
+        view! {
+            <ActionForm action=save node_ref=form attr:class="mt-3 flex flex-col gap-3" attr:novalidate=true>
+                <input type="hidden" name="card" value=card.id />
+                {was_refused
+                    .then(|| {
+                        view! {
+                            <p role="alert" class="text-sm p-2 rounded-md bg-red-100 text-red-800">
+                                "Not saved: correct the marked fields and save again."
+                            </p>
+                        }
+                    })}
+                <div class="grid grid-cols-3 gap-3">{fields()}</div>
+                {move || {
+                    other_errors()
+                        .into_iter()
+                        .map(|e| view! { <p role="alert" class="text-sm text-red-700">{format!("{}: {}", e.field, e.message)}</p> })
+                        .collect_view()
+                }}
+                <div class="flex gap-2">
+                    <button
+                        type="submit"
+                        class="px-3 py-1 rounded-md bg-indigo-600 text-white disabled:opacity-50"
+                        disabled=move || live.get() && (!client_errors.with(Vec::is_empty) || save.pending().get())
+                    >
+                        "Save"
+                    </button>
+                    <button type="reset" class="px-3 py-1 rounded-md border border-slate-300" on:click=cancel>
+                        "Cancel"
+                    </button>
+                    {resettable
+                        .then(|| {
+                            view! {
+                                <button type="button" class="px-3 py-1 rounded-md border border-slate-300" on:click=defaults>
+                                    "Reset to defaults"
+                                </button>
+                            }
+                        })}
+                </div>
+            </ActionForm>
+        }
+    };
     view! {
         <details class="mb-3 bg-white p-4 rounded-md shadow-sm group" data-card=card.id id=card.id open=open>
             <summary class="cursor-pointer">
                 <h2 class="font-semibold inline">{card.title}</h2>
                 <p class="text-sm text-slate-600 truncate group-open:hidden" data-testid="card-line">
-                    {one_line(card, &initial)}
+                    {initial.with_value(|values| one_line(card, values))}
                 </p>
             </summary>
             <p class="text-sm text-slate-600 my-3">{card.explain}</p>
-            <Summary card initial=initial.clone() />
+            <Summary card initial=initial.get_value() />
             {move || saved().then(|| view! { <p role="status" class="text-sm text-green-700">"Saved."</p> })}
-            <details node_ref=details class="mt-3" open=was_refused>
-                <summary class="cursor-pointer text-sm text-indigo-700 font-medium">"Edit"</summary>
-                <ActionForm action=save attr:class="mt-3 flex flex-col gap-3" attr:novalidate=true>
-                    <input type="hidden" name="card" value=card.id />
-                    {was_refused
-                        .then(|| {
-                            view! {
-                                <p role="alert" class="text-sm p-2 rounded-md bg-red-100 text-red-800">
-                                    "Not saved: correct the marked fields and save again."
-                                </p>
-                            }
-                        })}
-                    <div class="grid grid-cols-3 gap-3">
-                        {card
-                            .fields
-                            .iter()
-                            .map(|field: &'static Field| {
-                                let env = view.with_value(|v| v.env_for(field.path).cloned());
-                                let default = builtin.get(field.path).cloned();
-                                view! { <FieldInput field draft initial=initial.clone() env errors=errors_for(field.path) default /> }
-                            })
-                            .collect_view()}
-                    </div>
-                    {move || {
-                        other_errors()
-                            .into_iter()
-                            .map(|e| view! { <p role="alert" class="text-sm text-red-700">{format!("{}: {}", e.field, e.message)}</p> })
-                            .collect_view()
-                    }}
-                    <div class="flex gap-2">
-                        <button
-                            type="submit"
-                            class="px-3 py-1 rounded-md bg-indigo-600 text-white disabled:opacity-50"
-                            disabled=move || live.get() && (!client_errors.with(Vec::is_empty) || save.pending().get())
+            {move || {
+                if editing.get() {
+                    edit_form().into_any()
+                } else {
+                    view! {
+                        <a
+                            href=format!("?{EDIT}={0}#{0}", card.id)
+                            class="inline-block mt-3 text-sm text-indigo-700 font-medium"
+                            on:click=edit
                         >
-                            "Save"
-                        </button>
-                        <button type="reset" class="px-3 py-1 rounded-md border border-slate-300" on:click=cancel>
-                            "Cancel"
-                        </button>
-                        {resettable
-                            .then(|| {
-                                view! {
-                                    <button type="button" class="px-3 py-1 rounded-md border border-slate-300" on:click=defaults>
-                                        "Reset to defaults"
-                                    </button>
-                                }
-                            })}
-                    </div>
-                </ActionForm>
-            </details>
+                            "Edit"
+                        </a>
+                    }
+                        .into_any()
+                }
+            }}
         </details>
+    }
+}
+
+/// Moves focus to the first field of a form just opened.
+fn focus_first_input(form: NodeRef<html::Form>) {
+    use leptos::wasm_bindgen::JsCast;
+    let first = form.get_untracked().and_then(|f| {
+        f.query_selector("input:not([type=hidden]):not([disabled]), select:not([disabled])").ok().flatten()
+    });
+    if let Some(input) = first.and_then(|e| e.dyn_into::<leptos::web_sys::HtmlElement>().ok()) {
+        let _ = input.focus();
     }
 }
 
