@@ -70,6 +70,21 @@ fn belongs(error: &FieldError, field: &str) -> bool {
     error.field == field || error.field.strip_prefix(field).is_some_and(|rest| rest.starts_with('.'))
 }
 
+/// What a card's folded view and its form share.
+#[derive(Clone, Copy)]
+struct CardState {
+    /// The form's values as typed (`path → text`).
+    draft: RwSignal<BTreeMap<String, String>>,
+    /// The saved values, as form text.
+    initial: StoredValue<BTreeMap<String, String>>,
+    /// The shared rules' verdict on the draft, as it is typed.
+    client_errors: Memo<Vec<FieldError>>,
+    /// The server's verdict on the last save of this card, until the next edit.
+    server_errors: RwSignal<Vec<FieldError>>,
+    /// Whether the form is open.
+    editing: RwSignal<bool>,
+}
+
 #[component]
 pub fn SettingsCard(
     card: &'static Card,
@@ -83,7 +98,6 @@ pub fn SettingsCard(
     open: bool,
 ) -> impl IntoView {
     let initial = initial_values(card, &view.settings);
-    let builtin = initial_values(card, &ResilienceSettings::default());
     let editable = card.editable(&view);
     let refused = refused_draft(card, &editable, &initial);
     let was_refused = refused.is_some();
@@ -99,7 +113,6 @@ pub fn SettingsCard(
             Err(errors) => errors,
         })
     });
-    // The server's verdict on the last save of this card, until the next edit.
     let server_errors = RwSignal::new(Vec::<FieldError>::new());
     Effect::new(move |_| {
         if let Some(Ok(saved)) = save.value().get().filter(|r| r.as_ref().is_ok_and(|s| s.card == card.id)) {
@@ -107,17 +120,6 @@ pub fn SettingsCard(
         }
     });
     Effect::watch(move || draft.track(), move |_, _, _| server_errors.set(Vec::new()), false);
-    let errors_for = move |path: &'static str| {
-        Signal::derive(move || {
-            let label = |e: FieldError| if e.field == path { e.message } else { format!("{}: {}", e.field, e.message) };
-            let mine = |errors: Vec<FieldError>| errors.into_iter().filter(|e| belongs(e, path)).map(label).collect();
-            FieldErrors { browser: mine(client_errors.get()), server: mine(server_errors.get()) }
-        })
-    };
-    // Errors no input of this card shows (e.g. a stale form).
-    let other_errors = move || {
-        server_errors.get().into_iter().filter(|e| !card.fields.iter().any(|f| belongs(e, f.path))).collect::<Vec<_>>()
-    };
     let saved = move || save.value().with(|v| matches!(v, Some(Ok(s)) if s.card == card.id && s.errors.is_empty()));
     // The form exists only while the card is edited: a page of folded
     // cards carries no form, so it parses, lays out and hydrates in a
@@ -131,74 +133,9 @@ pub fn SettingsCard(
         editing.set(true);
         request_animation_frame(move || focus_first_input(form));
     };
-    // Save is held back while the draft is invalid only where the checks
-    // run as it is typed: without JS a corrected value must still post.
-    let live = RwSignal::new(false);
-    Effect::new(move |_| live.set(true));
     let initial = StoredValue::new(initial);
-    let reset_to = move |values: Option<BTreeMap<String, String>>| {
-        draft.set(values.unwrap_or_else(|| initial.get_value()));
-    };
-    let cancel = move |ev: leptos::ev::MouseEvent| {
-        ev.prevent_default();
-        reset_to(None);
-        editing.set(false);
-    };
-    let defaults = move |_| reset_to(Some(initial_values(card, &ResilienceSettings::default())));
+    let state = CardState { draft, initial, client_errors, server_errors, editing };
     let view = StoredValue::new(view);
-    let builtin = StoredValue::new(builtin);
-    let fields = move || {
-        card.fields
-            .iter()
-            .map(|field: &'static Field| {
-                let env = view.with_value(|v| v.env_for(field.path).cloned());
-                let default = builtin.with_value(|b| b.get(field.path).cloned());
-                view! { <FieldInput field draft initial=initial.get_value() env errors=errors_for(field.path) default /> }
-            })
-            .collect_view()
-    };
-    let edit_form = move || {
-        view! {
-            <ActionForm action=save node_ref=form attr:class="mt-3 flex flex-col gap-3" attr:novalidate=true>
-                <input type="hidden" name="card" value=card.id />
-                {was_refused
-                    .then(|| {
-                        view! {
-                            <p role="alert" class="text-sm p-2 rounded-md bg-red-100 text-red-800">
-                                "Not saved: correct the marked fields and save again."
-                            </p>
-                        }
-                    })}
-                <div class="grid grid-cols-3 gap-3">{fields()}</div>
-                {move || {
-                    other_errors()
-                        .into_iter()
-                        .map(|e| view! { <p role="alert" class="text-sm text-red-700">{format!("{}: {}", e.field, e.message)}</p> })
-                        .collect_view()
-                }}
-                <div class="flex gap-2">
-                    <button
-                        type="submit"
-                        class="px-3 py-1 rounded-md bg-indigo-600 text-white disabled:opacity-50"
-                        disabled=move || live.get() && (!client_errors.with(Vec::is_empty) || save.pending().get())
-                    >
-                        "Save"
-                    </button>
-                    <button type="reset" class="px-3 py-1 rounded-md border border-slate-300" on:click=cancel>
-                        "Cancel"
-                    </button>
-                    {resettable
-                        .then(|| {
-                            view! {
-                                <button type="button" class="px-3 py-1 rounded-md border border-slate-300" on:click=defaults>
-                                    "Reset to defaults"
-                                </button>
-                            }
-                        })}
-                </div>
-            </ActionForm>
-        }
-    };
     view! {
         <details class="mb-3 bg-white p-4 rounded-md shadow-sm group" data-card=card.id id=card.id open=open>
             <summary class="cursor-pointer">
@@ -212,7 +149,7 @@ pub fn SettingsCard(
             {move || saved().then(|| view! { <p role="status" class="text-sm text-green-700">"Saved."</p> })}
             {move || {
                 if editing.get() {
-                    edit_form().into_any()
+                    view! { <CardForm card state view save form resettable was_refused /> }.into_any()
                 } else {
                     view! {
                         <a
@@ -227,6 +164,95 @@ pub fn SettingsCard(
                 }
             }}
         </details>
+    }
+}
+
+/// A card's form: its fields, checked as they are typed; Save PATCHes
+/// them; Cancel puts the saved values back and closes it.
+#[component]
+fn CardForm(
+    card: &'static Card,
+    state: CardState,
+    view: StoredValue<ResilienceView>,
+    save: ServerAction<SaveResilience>,
+    form: NodeRef<html::Form>,
+    resettable: bool,
+    was_refused: bool,
+) -> impl IntoView {
+    let CardState { draft, initial, client_errors, server_errors, editing } = state;
+    let errors_for = move |path: &'static str| {
+        Signal::derive(move || {
+            let label = |e: FieldError| if e.field == path { e.message } else { format!("{}: {}", e.field, e.message) };
+            let mine = |errors: Vec<FieldError>| errors.into_iter().filter(|e| belongs(e, path)).map(label).collect();
+            FieldErrors { browser: mine(client_errors.get()), server: mine(server_errors.get()) }
+        })
+    };
+    // Errors no input of this card shows (e.g. a stale form).
+    let other_errors = move || {
+        server_errors.get().into_iter().filter(|e| !card.fields.iter().any(|f| belongs(e, f.path))).collect::<Vec<_>>()
+    };
+    // Save is held back while the draft is invalid only where the checks
+    // run as it is typed: without JS a corrected value must still post.
+    let live = RwSignal::new(false);
+    Effect::new(move |_| live.set(true));
+    let builtin = initial_values(card, &ResilienceSettings::default());
+    let reset_to = move |values: Option<BTreeMap<String, String>>| {
+        draft.set(values.unwrap_or_else(|| initial.get_value()));
+    };
+    let cancel = move |ev: leptos::ev::MouseEvent| {
+        ev.prevent_default();
+        reset_to(None);
+        editing.set(false);
+    };
+    let defaults = move |_| reset_to(Some(initial_values(card, &ResilienceSettings::default())));
+    let fields = card
+        .fields
+        .iter()
+        .map(|field: &'static Field| {
+            let env = view.with_value(|v| v.env_for(field.path).cloned());
+            let default = builtin.get(field.path).cloned();
+            view! { <FieldInput field draft initial=initial.get_value() env errors=errors_for(field.path) default /> }
+        })
+        .collect_view();
+    view! {
+        <ActionForm action=save node_ref=form attr:class="mt-3 flex flex-col gap-3" attr:novalidate=true>
+            <input type="hidden" name="card" value=card.id />
+            {was_refused
+                .then(|| {
+                    view! {
+                        <p role="alert" class="text-sm p-2 rounded-md bg-red-100 text-red-800">
+                            "Not saved: correct the marked fields and save again."
+                        </p>
+                    }
+                })}
+            <div class="grid grid-cols-3 gap-3">{fields}</div>
+            {move || {
+                other_errors()
+                    .into_iter()
+                    .map(|e| view! { <p role="alert" class="text-sm text-red-700">{format!("{}: {}", e.field, e.message)}</p> })
+                    .collect_view()
+            }}
+            <div class="flex gap-2">
+                <button
+                    type="submit"
+                    class="px-3 py-1 rounded-md bg-indigo-600 text-white disabled:opacity-50"
+                    disabled=move || live.get() && (!client_errors.with(Vec::is_empty) || save.pending().get())
+                >
+                    "Save"
+                </button>
+                <button type="reset" class="px-3 py-1 rounded-md border border-slate-300" on:click=cancel>
+                    "Cancel"
+                </button>
+                {resettable
+                    .then(|| {
+                        view! {
+                            <button type="button" class="px-3 py-1 rounded-md border border-slate-300" on:click=defaults>
+                                "Reset to defaults"
+                            </button>
+                        }
+                    })}
+            </div>
+        </ActionForm>
     }
 }
 
