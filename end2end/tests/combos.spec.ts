@@ -68,7 +68,8 @@ test('Combos: create with weights (refusing a bad line as typed), route traffic,
   await row.getByTestId('edit-combo').getByLabel('Strategy').selectOption('round-robin');
   await row.getByRole('button', { name: 'Save' }).click();
   await expect(row.getByTestId('strategy')).toHaveText('round-robin');
-  await expect(row.getByTestId('edit')).not.toHaveAttribute('open', /.*/);
+  await expect(row.getByTestId('edit')).not.toHaveAttribute('data-open', /.*/);
+  await expect(row.getByTestId('edit').locator('form')).toHaveCount(0);
   const saved = await (await page.request.get('/api/combos/e2e-split')).json();
   expect(saved.strategy).toBe('round-robin');
   expect(saved.targets[0]).toEqual({ model: 'agentrouter/fake-a', weight: 90 });

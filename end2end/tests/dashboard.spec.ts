@@ -150,8 +150,11 @@ test('a success clears the last failure banner, and a saved edit folds its form 
   const edit = row.getByTestId('edit');
   // Row buttons are named by their row; Cancel folds the form unsaved.
   await row.getByRole('button', { name: 'Test e2e-banner' }).waitFor();
-  await edit.locator('summary').click();
-  await expect(edit).toHaveAttribute('open', '');
+  // Shut, the panel holds no form (a page of rows carries none to scan and hydrate).
+  await expect(edit.locator('form')).toHaveCount(0);
+  const openEdit = edit.getByRole('link', { name: 'Edit e2e-banner' });
+  await openEdit.click();
+  await expect(edit).toHaveAttribute('data-open', '');
   // The form opens in a side panel, whole within the window, the focus on its first field.
   const panel = edit.getByRole('dialog', { name: 'Edit the connection “e2e-banner”' });
   const box = (await panel.boundingBox())!;
@@ -162,19 +165,20 @@ test('a success clears the last failure banner, and a saved edit folds its form 
   await expect(edit.getByLabel('Name')).toBeFocused();
   // Escape shuts it, and the focus goes back to Edit.
   await page.keyboard.press('Escape');
-  await expect(edit).not.toHaveAttribute('open', /.*/);
-  await expect(edit.locator('summary')).toBeFocused();
-  await edit.locator('summary').click();
+  await expect(edit).not.toHaveAttribute('data-open', /.*/);
+  await expect(edit.locator('form')).toHaveCount(0);
+  await expect(openEdit).toBeFocused();
+  await openEdit.click();
   await edit.getByLabel('Name').fill('not-saved');
   await edit.getByRole('link', { name: 'Cancel' }).click();
-  await expect(edit).not.toHaveAttribute('open', /.*/);
+  await expect(edit).not.toHaveAttribute('data-open', /.*/);
   await expect(page).toHaveURL(/\/providers$/);
-  await edit.locator('summary').click();
+  await openEdit.click();
   await edit.getByLabel('Name').fill('e2e-banner-renamed');
   await edit.getByRole('button', { name: 'Save' }).click();
   const renamed = page.locator('tr', { hasText: 'e2e-banner-renamed' });
   await expect(renamed).toBeVisible();
-  await expect(renamed.getByTestId('edit')).not.toHaveAttribute('open', /.*/);
+  await expect(renamed.getByTestId('edit')).not.toHaveAttribute('data-open', /.*/);
   // Each success says what it did, in the page's live region.
   await expect(page.getByRole('status').filter({ hasText: 'Connection saved.' })).toBeVisible();
   await renamed.getByText('Delete', { exact: true }).click();

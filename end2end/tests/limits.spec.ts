@@ -86,7 +86,7 @@ test('Providers switches rate-limit protection; Health lists a protected connect
   );
   const choose = async (mode: string) => {
     // The edit panel stays open after a save.
-    if (!(await row.getByTestId('edit').evaluate((d) => (d as HTMLDetailsElement).open))) {
+    if (!(await row.getByTestId('edit').evaluate((d) => d.hasAttribute('data-open')))) {
       await row.getByText('Edit', { exact: true }).click();
     }
     await row.getByLabel('Rate-limit protection').selectOption(mode);

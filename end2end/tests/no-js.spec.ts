@@ -28,9 +28,12 @@ test('login, add/disable/delete a connection and create/revoke a key without Jav
   await expect(page.getByRole('alert')).toContainText('baseUrl');
   await expect(page.locator('tr', { hasText: 'needs-url' })).toHaveCount(0);
 
-  // Edit: <details> opens natively; the form posts and the page reloads.
-  // A later success clears the refusal's banner.
+  // Edit is a link: the page comes back with the row's panel open; the
+  // form posts and the page reloads, the panel shut. A later success
+  // clears the refusal's banner.
+  await expect(row.locator('form input[name=name]')).toHaveCount(0);
   await row.getByText('Edit', { exact: true }).click();
+  await expect(page).toHaveURL(/\?edit=connection-[^#]+#connection-/);
   await row.getByLabel('Name').fill('nojs-renamed');
   await row.getByLabel('Priority').fill('7');
   await row.getByRole('button', { name: 'Save' }).click();

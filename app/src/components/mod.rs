@@ -12,7 +12,7 @@ use leptos_router::hooks::use_query_map;
 
 pub use chart::{ChartLegend, ChartTable, Frame, TrafficChart, describe, token_count};
 pub use confirm::{CONFIRM_BUTTON, Confirm};
-pub use edit_panel::EditPanel;
+pub use edit_panel::{EditPanel, edited};
 pub use error_detail::ErrorDetail;
 pub use form_errors::{FieldNote, FieldNotes, FormErrors};
 pub use shell::{Layout, Logo, NAV, page_title};

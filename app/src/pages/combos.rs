@@ -13,7 +13,7 @@ use crate::{
         get_served_models,
     },
     components::{
-        CONFIRM_BUTTON, Confirm, Countdown, EditPanel, LastError, Layout, LoadFailed, Loading, REFRESH_TICKS,
+        CONFIRM_BUTTON, Confirm, Countdown, EditPanel, LastError, Layout, LoadFailed, Loading, REFRESH_TICKS, edited,
         reset_on_success, use_ticker,
     },
     types::{
@@ -36,6 +36,7 @@ pub fn CombosPage() -> impl IntoView {
     let tick = use_ticker(std::time::Duration::from_secs(1));
     let status = Resource::new(move || (tick.get() / REFRESH_TICKS, save.version().get()), |_| get_combo_status());
     let live = Live { status, tick };
+    let editing = edited();
     let served = Resource::new(|| (), |_| get_served_models());
     let connections = Resource::new(|| (), |_| get_connections());
     provide_context(Picks { served, connections, combos });
@@ -60,7 +61,7 @@ pub fn CombosPage() -> impl IntoView {
             <Transition fallback=Loading>
                 {move || Suspend::new(async move {
                     match combos.await {
-                        Ok(list) => view! { <ComboTable combos=list.combos save delete live /> }.into_any(),
+                        Ok(list) => view! { <ComboTable combos=list.combos save delete live editing /> }.into_any(),
                         Err(e) => view! { <LoadFailed error=e.to_string() /> }.into_any(),
                     }
                 })}
@@ -324,6 +325,8 @@ fn ComboTable(
     save: ServerAction<SaveCombo>,
     delete: ServerAction<DeleteCombo>,
     live: Live,
+    /// The row whose Edit panel is open.
+    editing: RwSignal<Option<String>>,
 ) -> impl IntoView {
     if combos.is_empty() {
         return view! { <p class="text-slate-500" data-testid="combos">"No combos yet. Create one above."</p> }
@@ -349,12 +352,12 @@ fn ComboTable(
                         let settings = settings_summary(&c);
                         let (strategy, targets) = (c.strategy, format_targets(&c.targets));
                         // Each part of the row owns its copy of the name.
-                        let [row, cell, name, now] = std::array::from_fn(|_| c.name.clone());
+                        let [row, cell, name, now, name_key] = std::array::from_fn(|_| c.name.clone());
                         let edit_label = format!("Edit {name}");
                         let edit_title = format!("Edit the combo “{name}”");
                         let saved = Signal::derive(move || matches!(save.value().get(), Some(Ok(_))));
                         view! {
-                            <tr class="border-b border-slate-100 align-top" data-combo=row>
+                            <tr id=format!("combo-{name_key}") class="border-b border-slate-100 align-top target:bg-amber-50" data-combo=row>
                                 <td class="p-2 font-mono">{cell}</td>
                                 <td class="p-2" data-testid="strategy" title=strategy.explain()>{strategy.as_str()}</td>
                                 <td class="p-2 font-mono text-xs whitespace-pre" data-testid="targets">{targets}</td>
@@ -371,8 +374,8 @@ fn ComboTable(
                                             <button type="submit" class=CONFIRM_BUTTON>"Delete combo"</button>
                                         </ActionForm>
                                     </Confirm>
-                                    <EditPanel label=edit_label title=edit_title saved>
-                                        <ComboForm combo=Some(c) save />
+                                    <EditPanel label=edit_label title=edit_title key=format!("combo-{name_key}") anchor=format!("combo-{name_key}") editing saved>
+                                        <ComboForm combo=Some(c.clone()) save />
                                     </EditPanel>
                                 </td>
                             </tr>

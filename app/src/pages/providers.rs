@@ -14,7 +14,7 @@ use crate::{
     },
     components::{
         BUTTON, CONFIRM_BUTTON, Confirm, EditPanel, ErrorDetail, FieldNote, FormErrors, LastError, Layout, LoadFailed,
-        Loading, REFRESH_TICKS, StatusBadge, reset_on_success, use_ticker,
+        Loading, REFRESH_TICKS, StatusBadge, edited, reset_on_success, use_ticker,
     },
     types::{
         AuthType, CatalogEntry, ConnectionList, ConnectionView, RateLimitOverrides, format_model_concurrency,
@@ -184,7 +184,7 @@ pub fn ProvidersPage() -> impl IntoView {
     // In flight and waiting at each connection's limits, as of the last change.
     let health = Resource::new(changes, |_| get_health());
     let protection = Resource::new(changes, |_| get_rate_limits());
-    let actions = RowActions { edit, toggle, delete, test };
+    let actions = RowActions { edit, toggle, delete, test, editing: edited() };
     let add_form = NodeRef::<leptos::html::Form>::new();
     reset_on_success(add, add_form);
     let errors = FormErrors::of("add", add);
@@ -359,6 +359,8 @@ struct RowActions {
     toggle: ServerAction<SetConnectionActive>,
     delete: ServerAction<DeleteConnection>,
     test: ServerAction<TestConnection>,
+    /// The row whose Edit panel is open.
+    editing: RwSignal<Option<String>>,
 }
 
 #[component]
@@ -406,15 +408,14 @@ fn ConnectionRow(c: ConnectionView, actions: RowActions, live: Live, badges: Bad
         (None, None) => "never".into_any(),
     };
     let active = c.is_active;
-    let edit_form = NodeRef::<leptos::html::Details>::new();
     let edited = Signal::derive(move || matches!(actions.edit.value().get(), Some(Ok(_))));
     // Each form's children own their copy of the id.
-    let [id_test, id_toggle, id_delete, id_edit] = std::array::from_fn(|_| c.id.clone());
+    let [id_test, id_toggle, id_delete] = std::array::from_fn(|_| c.id.clone());
+    let to_edit = c.clone();
     // Row buttons are named by their row ("Test main") for screen readers.
     let test_label = format!("Test {}", c.name);
     let toggle_label = format!("{} {}", if active { "Disable" } else { "Enable" }, c.name);
     let edit_label = format!("Edit {}", c.name);
-    let usage_wall = (c.provider == "claude" && c.auth_type == AuthType::Oauth).then(|| c.clone());
     view! {
         <tr id=format!("connection-{}", c.id) class="border-b border-slate-100 align-top target:bg-amber-50" data-connection-id=c.id.clone()>
             <td class="p-2">{c.provider.clone()}</td>
@@ -450,66 +451,86 @@ fn ConnectionRow(c: ConnectionView, actions: RowActions, live: Live, badges: Bad
                         <button type="submit" class=CONFIRM_BUTTON>"Delete connection"</button>
                     </ActionForm>
                 </Confirm>
-                <EditPanel label=edit_label title=format!("Edit the connection “{}”", c.name) details=edit_form saved=edited>
-                    <ActionForm action=actions.edit attr:class="flex flex-col gap-1 mt-1">
-                        <input type="hidden" name="id" value=id_edit />
-                        <label class="flex flex-col text-xs">
-                            "Name"
-                            <input name="name" value=c.name.clone() class=INPUT />
-                        </label>
-                        {if c.auth_type == AuthType::Oauth {
-                            // A subscription's new tokens replace its whole token set: both go together.
-                            view! {
-                                <label class="flex flex-col text-xs">
-                                    "New access token"
-                                    <input name="api_key" type="password" autocomplete="off" placeholder="keep the current tokens" class=INPUT />
-                                </label>
-                                <label class="flex flex-col text-xs">
-                                    "Its refresh token"
-                                    <input name="refresh_token" type="password" autocomplete="off" placeholder="renews the access token" class=INPUT />
-                                </label>
-                            }
-                                .into_any()
-                        } else {
-                            view! {
-                                <label class="flex flex-col text-xs">
-                                    "New API key"
-                                    <input name="api_key" type="password" autocomplete="off" placeholder="keep the current one" class=INPUT />
-                                </label>
-                            }
-                                .into_any()
-                        }}
-                        <label class="flex flex-col text-xs">
-                            "Base URL"
-                            <input name="base_url" value=c.base_url.clone().unwrap_or_default() placeholder="the provider's default" class=INPUT />
-                        </label>
-                        <label class="flex flex-col text-xs">
-                            "Priority"
-                            <input name="priority" type="number" min="0" value=c.priority.to_string() class=INPUT />
-                        </label>
-                        {usage_wall.map(|c| view! { <UsageWallInputs c /> })}
-                        <LimitInputs max=c.max_concurrent overrides=c.rate_limit_overrides.clone() />
-                        <ProtectionSelect stored=c.rate_limit_protection />
-                        <div class="flex gap-2 items-center">
-                            <button type="submit" class=BUTTON>"Save"</button>
-                            // Without JS the link reloads the page, which folds the form.
-                            <a
-                                href="/providers"
-                                class="text-sm text-indigo-700"
-                                on:click=move |ev| {
-                                    ev.prevent_default();
-                                    if let Some(details) = edit_form.get() {
-                                        details.set_open(false);
-                                    }
-                                }
-                            >
-                                "Cancel"
-                            </a>
-                        </div>
-                    </ActionForm>
+                <EditPanel
+                    label=edit_label
+                    title=format!("Edit the connection “{}”", c.name)
+                    key=format!("connection-{}", c.id)
+                    anchor=format!("connection-{}", c.id)
+                    editing=actions.editing
+                    saved=edited
+                >
+                    <EditConnectionForm c=to_edit.clone() action=actions.edit editing=actions.editing />
                 </EditPanel>
             </td>
         </tr>
     }
     .into_any()
+}
+
+/// A connection's Edit form: its name, a new key or tokens, base URL,
+/// priority, limits and protection. Cancel shuts the panel (without JS the
+/// link reloads the page, which shuts it).
+#[component]
+fn EditConnectionForm(
+    c: ConnectionView,
+    action: ServerAction<EditConnection>,
+    editing: RwSignal<Option<String>>,
+) -> impl IntoView {
+    let usage_wall = (c.provider == "claude" && c.auth_type == AuthType::Oauth).then(|| c.clone());
+    view! {
+        <ActionForm action attr:class="flex flex-col gap-1 mt-1">
+            <input type="hidden" name="id" value=c.id.clone() />
+            <label class="flex flex-col text-xs">
+                "Name"
+                <input name="name" value=c.name.clone() class=INPUT />
+            </label>
+            {if c.auth_type == AuthType::Oauth {
+                // A subscription's new tokens replace its whole token set: both go together.
+                view! {
+                    <label class="flex flex-col text-xs">
+                        "New access token"
+                        <input name="api_key" type="password" autocomplete="off" placeholder="keep the current tokens" class=INPUT />
+                    </label>
+                    <label class="flex flex-col text-xs">
+                        "Its refresh token"
+                        <input name="refresh_token" type="password" autocomplete="off" placeholder="renews the access token" class=INPUT />
+                    </label>
+                }
+                    .into_any()
+            } else {
+                view! {
+                    <label class="flex flex-col text-xs">
+                        "New API key"
+                        <input name="api_key" type="password" autocomplete="off" placeholder="keep the current one" class=INPUT />
+                    </label>
+                }
+                    .into_any()
+            }}
+            <label class="flex flex-col text-xs">
+                "Base URL"
+                <input name="base_url" value=c.base_url.clone().unwrap_or_default() placeholder="the provider's default" class=INPUT />
+            </label>
+            <label class="flex flex-col text-xs">
+                "Priority"
+                <input name="priority" type="number" min="0" value=c.priority.to_string() class=INPUT />
+            </label>
+            {usage_wall.map(|c| view! { <UsageWallInputs c /> })}
+            <LimitInputs max=c.max_concurrent overrides=c.rate_limit_overrides.clone() />
+            <ProtectionSelect stored=c.rate_limit_protection />
+            <div class="flex gap-2 items-center">
+                <button type="submit" class=BUTTON>"Save"</button>
+                // Without JS the link reloads the page, which folds the form.
+                <a
+                    href="/providers"
+                    class="text-sm text-indigo-700"
+                    on:click=move |ev| {
+                        ev.prevent_default();
+                        editing.set(None);
+                    }
+                >
+                    "Cancel"
+                </a>
+            </div>
+        </ActionForm>
+    }
 }

@@ -129,10 +129,13 @@ async fn back_without_stale_outcome(req: Request, next: Next) -> Response {
 }
 
 /// `url` without the query parameters that carry a refusal (`error`, and
-/// a settings card's `refused` and `f.<path>`) or an open settings form
-/// (`edit`: the card was saved); `None` when it has none.
+/// a settings card's `refused` and `f.<path>`) or an open form (`edit`:
+/// it was saved); `None` when it has none.
 fn without_outcome(url: &str) -> Option<String> {
-    use app::types::settings::{EDIT, REFUSED, TYPED};
+    use app::{
+        paths::EDIT,
+        types::settings::{REFUSED, TYPED},
+    };
     let base = url.split_once('#').map_or(url, |(base, _)| base);
     let (path, query) = base.split_once('?')?;
     let stale = |pair: &&str| {

@@ -16,11 +16,12 @@ use super::{
 };
 use crate::{
     api::SaveResilience,
+    paths,
     types::{
         FieldError,
         settings::{
-            EDIT, FieldKind, REFUSED, ResilienceSettings, ResilienceView, TYPED, apply_patch, form_to_patch,
-            form_values, human_ms, is_duration, rule_rows,
+            FieldKind, REFUSED, ResilienceSettings, ResilienceView, TYPED, apply_patch, form_to_patch, form_values,
+            human_ms, is_duration, rule_rows,
         },
     },
 };
@@ -101,7 +102,7 @@ pub fn SettingsCard(
     let editable = card.editable(&view);
     let refused = refused_draft(card, &editable, &initial);
     let was_refused = refused.is_some();
-    let asked = leptos_router::hooks::use_query_map().with_untracked(|q| q.get(EDIT).as_deref() == Some(card.id));
+    let asked = paths::edit_param().as_deref() == Some(card.id);
     // A save reloads the cards: the one just saved stays open, saying so.
     let just_saved = save.value().with_untracked(|v| matches!(v, Some(Ok(s)) if s.card == card.id));
     let open = open || was_refused || just_saved || asked;
@@ -121,11 +122,7 @@ pub fn SettingsCard(
     });
     Effect::watch(move || draft.track(), move |_, _, _| server_errors.set(Vec::new()), false);
     let saved = move || save.value().with(|v| matches!(v, Some(Ok(s)) if s.card == card.id && s.errors.is_empty()));
-    // The form exists only while the card is edited: a page of folded
-    // cards carries no form, so it parses, lays out and hydrates in a
-    // fraction of the time (the browser's form scan forces a layout per
-    // form). Edit is a link (`?edit=<card>`) a plain page load follows;
-    // with JS it opens the form in place.
+    // The form exists only while the card is edited (`paths::EDIT`).
     let editing = RwSignal::new(was_refused || asked);
     let form = NodeRef::<html::Form>::new();
     let edit = move |ev: leptos::ev::MouseEvent| {
@@ -153,7 +150,7 @@ pub fn SettingsCard(
                 } else {
                     view! {
                         <a
-                            href=format!("?{EDIT}={0}#{0}", card.id)
+                            href=paths::edit_link(card.id, card.id)
                             class="inline-block mt-3 text-sm text-indigo-700 font-medium"
                             on:click=edit
                         >

@@ -10,10 +10,6 @@ use std::collections::BTreeMap;
 use super::layers::{get_path, set_path};
 use crate::types::validation::FieldError;
 
-/// The query parameter naming the settings card whose form a plain page
-/// load shows open (Edit without JS): a page of folded cards carries no
-/// form until one is edited.
-pub const EDIT: &str = "edit";
 /// The query parameter naming the settings card whose plain form post the
 /// server refused: its page shows the card open again, as typed.
 pub const REFUSED: &str = "refused";
