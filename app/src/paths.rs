@@ -11,9 +11,10 @@ pub const GET_STARTED: &str = "/get-started";
 /// a layout per form at load, and each one is hydrated.
 pub const EDIT: &str = "edit";
 
-/// The link that opens the form named `key` on this page, at `anchor`.
-pub fn edit_link(key: &str, anchor: &str) -> String {
-    format!("?{EDIT}={}#{anchor}", crate::format::query_escape(key))
+/// The link that opens the form named `key` on this page, at the element
+/// whose id is `key` (its card or row).
+pub fn edit_link(key: &str) -> String {
+    format!("?{EDIT}={}#{key}", crate::format::query_escape(key))
 }
 
 /// The form this page load asks for open (`?edit=<key>`), if any.

@@ -21,10 +21,9 @@ use crate::paths;
 pub fn EditPanel(
     label: String,
     title: String,
-    /// What `?edit=` names to open this panel on a page load.
+    /// What `?edit=` names to open this panel on a page load: the id of
+    /// the row the link brings into view.
     key: String,
-    /// The row the link brings into view.
-    anchor: String,
     /// The page's open panel, by key ([`edited`]); callers that shut it
     /// themselves (Cancel) set it to `None`.
     editing: RwSignal<Option<String>>,
@@ -70,7 +69,7 @@ pub fn EditPanel(
         <div data-testid="edit" data-open=move || open.get().then_some("")>
             <a
                 node_ref=link
-                href=paths::edit_link(&key, &anchor)
+                href=paths::edit_link(&key)
                 class="text-sm text-indigo-700"
                 aria-label=label
                 aria-expanded=move || open.get().to_string()

@@ -374,7 +374,7 @@ fn ComboTable(
                                             <button type="submit" class=CONFIRM_BUTTON>"Delete combo"</button>
                                         </ActionForm>
                                     </Confirm>
-                                    <EditPanel label=edit_label title=edit_title key=format!("combo-{name_key}") anchor=format!("combo-{name_key}") editing saved>
+                                    <EditPanel label=edit_label title=edit_title key=format!("combo-{name_key}") editing saved>
                                         <ComboForm combo=Some(c.clone()) save />
                                     </EditPanel>
                                 </td>

@@ -455,7 +455,6 @@ fn ConnectionRow(c: ConnectionView, actions: RowActions, live: Live, badges: Bad
                     label=edit_label
                     title=format!("Edit the connection “{}”", c.name)
                     key=format!("connection-{}", c.id)
-                    anchor=format!("connection-{}", c.id)
                     editing=actions.editing
                     saved=edited
                 >

@@ -150,7 +150,7 @@ pub fn SettingsCard(
                 } else {
                     view! {
                         <a
-                            href=paths::edit_link(card.id, card.id)
+                            href=paths::edit_link(card.id)
                             class="inline-block mt-3 text-sm text-indigo-700 font-medium"
                             on:click=edit
                         >
