@@ -11,6 +11,7 @@ pub mod api;
 pub mod backend;
 pub mod components;
 pub mod format;
+mod hydration;
 pub mod pages;
 pub mod paths;
 mod routes;
@@ -38,8 +39,9 @@ pub fn shell(options: LeptosOptions, assets: String) -> impl IntoView {
                 <meta name="viewport" content="width=device-width, initial-scale=1" />
                 <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
                 <link rel="stylesheet" href=format!("{assets}/pkg/app.css") />
-                <HydrationScripts options root=assets />
+                <hydration::WasmPreloads options=options.clone() root=assets.clone() />
                 <MetaTags />
+                <hydration::HydrationScript options root=assets />
             </head>
             <body class="bg-slate-50 text-slate-900">
                 <App />

@@ -15,6 +15,15 @@ test("a page loads its group's wasm chunk, preloaded by its HTML, and not the ot
   wasm.length = 0;
   await page.goto('/providers');
   await hydrated(page);
+  // The head script compiled the page's wasm from its preloads, and the
+  // chunks' loader took every module from there (app/src/hydration.rs):
+  // none is left over, and none was fetched a second time.
+  expect(await page.evaluate(() => [...(window as any).__compiledWasm.keys()])).toEqual([]);
+  const fetched = await page.evaluate(() =>
+    performance.getEntriesByType('resource').map((e) => e.name).filter((name) => name.endsWith('.wasm')),
+  );
+  expect(fetched.length, `each wasm file fetched once: ${fetched.join(', ')}`).toBe(new Set(fetched).size);
+  expect(fetched.length).toBeGreaterThan(1);
   const own = [...new Set(wasm.filter((u) => /\/pkg\/split_setup\.wasm$/.test(u)))];
   expect(own).toHaveLength(1);
   expect(wasm.filter((u) => /\/pkg\/split_(?!setup\.)\w+\.wasm$/.test(u))).toEqual([]);

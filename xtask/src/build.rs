@@ -103,8 +103,59 @@ fn split(wasm: &Path, pkg: &Path, release: bool) -> anyhow::Result<PathBuf> {
     options.link_name = SPLIT_LOADER;
     let split = wasm_split_cli_support::transform(options)
         .map_err(|e| anyhow::anyhow!("splitting {}: {e:?}", wasm.display()))?;
-    fs::write(pkg.join(SPLIT_MANIFEST), serde_json::to_string_pretty(&split.prefetch_map)?)?;
+    // The page preloads its group's files in the manifest's order, and the
+    // browser fetches six at a time: the largest go first, so the one that
+    // takes longest to arrive and compile is not left to the second round.
+    let mut groups = split.prefetch_map;
+    for files in groups.values_mut() {
+        let size = |file: &String| fs::metadata(pkg.join(format!("{file}.wasm"))).map(|m| m.len()).unwrap_or(0);
+        files.sort_by_cached_key(|file| std::cmp::Reverse(size(file)));
+    }
+    fs::write(pkg.join(SPLIT_MANIFEST), serde_json::to_string_pretty(&groups)?)?;
+    let loader = pkg.join(SPLIT_LOADER);
+    let adapted = loader_taking_compiled_chunks(&fs::read_to_string(&loader)?, split.split_modules.len())?;
+    fs::write(&loader, adapted)?;
     Ok(main)
+}
+
+/// What the chunks' loader gains: a chunk the page's head script already
+/// began compiling (`app/src/hydration.js`, by URL in `__compiledWasm`) is
+/// taken from there; any other is fetched and compiled as before. A
+/// failed early compile falls back to the network too.
+const LOADER_PRELUDE: &str = r#"
+function chunkSource(url) {
+    const early = globalThis.__compiledWasm?.get(url.href);
+    globalThis.__compiledWasm?.delete(url.href);
+    return early ? early.catch(() => fetch(url)) : fetch(url);
+}
+async function instantiateChunk(source, imports) {
+    const module = await source;
+    if (module instanceof WebAssembly.Module) {
+        return { module, instance: await WebAssembly.instantiate(module, imports) };
+    }
+    return WebAssembly.instantiateStreaming(module, imports);
+}
+"#;
+
+/// The loader `wasm_split_cli_support` wrote, made to take its chunks from
+/// the head script's early compiles ([`LOADER_PRELUDE`]). Each of the
+/// `chunks` modules is fetched and instantiated at one place in it; if
+/// the generated code no longer reads that way, the build stops rather
+/// than ship a loader that compiles everything twice.
+fn loader_taking_compiled_chunks(loader: &str, chunks: usize) -> anyhow::Result<String> {
+    const FETCH: &str = "fetch(new URL(";
+    const INSTANTIATE: &str = "WebAssembly.instantiateStreaming(src, imports)";
+    let (fetches, instantiations) = (loader.matches(FETCH).count(), loader.matches(INSTANTIATE).count());
+    anyhow::ensure!(
+        fetches == chunks && instantiations == chunks,
+        "the chunks' loader has {fetches} `{FETCH}` and {instantiations} `{INSTANTIATE}` for {chunks} chunks; \
+         xtask/src/build.rs expects one of each per chunk"
+    );
+    let imports_end = loader.find('\n').context("the chunks' loader is one line")? + 1;
+    let body = loader[imports_end..]
+        .replace(FETCH, "chunkSource(new URL(")
+        .replace(INSTANTIATE, "instantiateChunk(src, imports)");
+    Ok(format!("{}{LOADER_PRELUDE}{body}", &loader[..imports_end]))
 }
 
 /// `wasm` without the custom sections named in `drop`. A module is its
@@ -303,6 +354,36 @@ mod tests {
         assert_eq!((gz.as_str(), br.as_slice()), (text.as_str(), text.as_bytes()));
         assert!(std::fs::metadata(dir.join("app.js.br")).unwrap().len() < 100);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Two chunks as `wasm_split_cli_support` 0.2 writes their loaders.
+    const LOADER: &str = r#"import { initSync } from "./app.js";
+const __chunk_1 = makeLoad(() => {
+    const src = fetch(new URL("./chunk_1.wasm", import.meta.url));
+    src.catch(() => {});
+    return async (imports) => (WebAssembly.instantiateStreaming(src, imports));
+}, []);
+export const __wasm_split_load_a = wrapAsyncCb(makeLoad(() => {
+    const src = fetch(new URL("./split_a.wasm", import.meta.url));
+    src.catch(() => {});
+    return async (imports) => (WebAssembly.instantiateStreaming(src, imports));
+}, [__chunk_1]));
+"#;
+
+    #[test]
+    fn the_chunks_loader_takes_the_early_compiles() {
+        let adapted = super::loader_taking_compiled_chunks(LOADER, 2).unwrap();
+        assert!(adapted.starts_with("import { initSync } from \"./app.js\";\n\nfunction chunkSource(url) {"));
+        assert_eq!(adapted.matches("chunkSource(new URL(").count(), 2);
+        assert_eq!(adapted.matches("instantiateChunk(src, imports)").count(), 2);
+        assert!(!adapted.contains("fetch(new URL(") && !adapted.contains("instantiateStreaming(src"));
+    }
+
+    #[test]
+    fn a_loader_of_another_shape_stops_the_build() {
+        assert!(super::loader_taking_compiled_chunks(LOADER, 3).is_err());
+        let other = LOADER.replace("instantiateStreaming(src, imports)", "instantiate(src, imports)");
+        assert!(super::loader_taking_compiled_chunks(&other, 2).is_err());
     }
 
     #[test]
