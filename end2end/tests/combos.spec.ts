@@ -42,7 +42,7 @@ test('Combos: create with weights (refusing a bad line as typed), route traffic,
   await expect(page.getByRole('status').filter({ hasText: 'Combo saved.' })).toBeVisible();
   await expect(form.getByLabel('Name (the model clients send)')).toHaveValue('');
   await expect(targets).toHaveValue('');
-  await expect(row.getByTestId('targets')).toHaveText('agentrouter/fake-a 90\nopencode-go/fake-b 10');
+  await expect(row.getByTestId('targets').locator('li')).toHaveText(['agentrouter/fake-a · weight 90', 'opencode-go/fake-b · weight 10']);
   // Traffic follows the weights: most requests reach the first target's account.
   const key = (await (await page.request.post('/api/keys', { data: { name: `combo-${Date.now()}` } })).json()).key;
   await page.request.delete(`${FAKE}/_control/requests`);
@@ -131,6 +131,8 @@ test('Combos: a fusion combo with a judge and a pipeline with step prompts, made
   await form.getByRole('button', { name: 'Create' }).click();
   const fusion = page.locator('[data-combo="e2e-fusion"]');
   await expect(fusion.getByTestId('settings')).toContainText('judge: opencode-go/kimi-k2');
+  // A pinned target names its connection, not the connection's id.
+  await expect(fusion.getByTestId('targets').locator('li')).toHaveText(['agentrouter/gpt-5 · on agent-plan', 'opencode-go/kimi-k2']);
 
   await form.getByLabel('Name (the model clients send)').fill('e2e-chain');
   await form.getByLabel('Strategy').selectOption('pipeline');
@@ -147,8 +149,11 @@ test('Combos: a fusion combo with a judge and a pipeline with step prompts, made
   await expect(form.getByLabel('Prompt of opencode-go/fake-b')).toHaveValue('Polish it.');
   await form.getByRole('button', { name: 'Create' }).click();
   const chain = page.locator('[data-combo="e2e-chain"]');
-  await expect(chain.getByTestId('targets')).toHaveText('agentrouter/fake-a | Draft it.\nopencode-go/fake-b | Polish it.');
-  await expect(chain.getByTestId('settings')).toContainText('step retries 2');
+  await expect(chain.getByTestId('targets').locator('li')).toHaveText([
+    'agentrouter/fake-a · step: Draft it.',
+    'opencode-go/fake-b · step: Polish it.',
+  ]);
+  await expect(chain.getByTestId('settings')).toContainText('step retries 2 (2 s apart)');
 
   const key = (await (await page.request.post('/api/keys', { data: { name: `plan-${Date.now()}` } })).json()).key;
   type Sent = { path: string; body: string };

@@ -1,5 +1,5 @@
 import { test, expect, Page } from '@playwright/test';
-import { LANDING, ADMIN_PASSWORD, PAGES, hydrated, login } from './helpers';
+import { FAKE, LANDING, ADMIN_PASSWORD, PAGES, hydrated, login } from './helpers';
 
 const SHOTS = process.env.SCREENSHOT_DIR ?? 'test-results/screenshots';
 
@@ -118,4 +118,29 @@ test('light pages at 1280 px', async ({ page }) => {
     await noHorizontalScroll(page, path);
     await page.screenshot({ path: `${SHOTS}/1280${path.replaceAll('/', '_')}.png`, fullPage: true });
   }
+});
+
+test('a folded section shows that it opens, and a name in a table stays on one line', async ({ page }) => {
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await login(page);
+  const created = await page.request.post('/api/providers', {
+    data: { provider: 'deepseek', name: 'e2e-a-long-hyphenated-name', apiKey: 'sk-layout-0000', baseUrl: `${FAKE}/v1` },
+  });
+  expect(created.status(), await created.text()).toBe(201);
+  await page.goto('/providers');
+  await hydrated(page);
+  const catalog = page.getByTestId('catalog').locator('summary');
+  const marker = () => catalog.evaluate((summary) => getComputedStyle(summary, '::before').content);
+  expect(await marker()).toBe('"▸"');
+  await catalog.click();
+  expect(await marker()).toBe('"▾"');
+  const name = page.locator('tr', { hasText: 'e2e-a-long-hyphenated-name' }).getByTestId('name');
+  const lines = await name.evaluate((cell) => {
+    const text = document.createRange();
+    text.selectNodeContents(cell);
+    return text.getClientRects().length;
+  });
+  expect(lines, 'the name breaks at its hyphens').toBe(1);
+  const id = (await created.json()).connection.id;
+  expect((await page.request.delete(`/api/providers/${id}`, { data: {} })).status()).toBe(200);
 });

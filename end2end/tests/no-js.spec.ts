@@ -136,6 +136,9 @@ test('combos are created, edited and deleted as plain form posts; a refusal come
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.goto('/combos');
   const form = page.getByTestId('create-combo');
+  // The picker needs JavaScript, so it is not offered; the text is the editor.
+  await expect(form.getByTestId('target-picker')).toHaveCount(0);
+  await expect(form.locator('textarea[name=targets]')).toBeVisible();
   await form.locator('input[name=name]').fill('nojs-combo');
   await form.locator('select[name=strategy]').selectOption('random');
   await form.locator('textarea[name=targets]').fill('deepseek/deepseek-chat\nmistral/mistral-large-latest 5');

@@ -2,7 +2,9 @@
 //! (model, weight, connection, a pipeline step's prompt; moved and removed
 //! in place) and a picker that adds one. Both edit the form's targets
 //! text, which is what the form posts and what a browser without
-//! JavaScript edits directly.
+//! JavaScript edits directly. And a saved combo's targets in words.
+
+use std::{collections::HashMap, sync::Arc};
 
 use leptos::prelude::*;
 
@@ -241,5 +243,35 @@ pub fn TargetRows(typed: RwSignal<String>, problem: RwSignal<Option<String>>, pi
         }
         .into_any(),
     }
+    }
+}
+
+/// The connections' names by id, for the targets pinned to one.
+pub fn connection_names(list: Result<ConnectionList, ServerFnError>) -> Arc<HashMap<String, String>> {
+    let connections = list.map(|l| l.connections).unwrap_or_default();
+    Arc::new(connections.into_iter().map(|c| (c.id, c.name)).collect())
+}
+
+/// A saved combo's targets in words, in order: the model, its weight, the
+/// connection it is pinned to (by name) and a pipeline step's prompt.
+#[component]
+pub fn TargetList(targets: Vec<ComboTarget>, names: Arc<HashMap<String, String>>) -> impl IntoView {
+    view! {
+        <ol class="text-xs space-y-1" data-testid="targets">
+            {targets
+                .into_iter()
+                .map(|t| {
+                    let pinned = t.connection_id.map(|id| names.get(&id).cloned().unwrap_or(format!("connection {id}")));
+                    view! {
+                        <li>
+                            <span class="font-mono break-all">{t.model}</span>
+                            {t.weight.map(|w| format!(" · weight {w}"))}
+                            {pinned.map(|name| format!(" · on {name}"))}
+                            {t.prompt.map(|p| view! { <span class="text-slate-500">{format!(" · step: {p}")}</span> })}
+                        </li>
+                    }
+                })
+                .collect_view()}
+        </ol>
     }
 }

@@ -6,7 +6,9 @@
 
 use leptos::prelude::*;
 
-use super::combo_targets::{Picks, TargetPicker, TargetRows};
+use std::{collections::HashMap, sync::Arc};
+
+use super::combo_targets::{Picks, TargetList, TargetPicker, TargetRows, connection_names};
 use crate::{
     api::{
         DeleteAlias, DeleteCombo, SaveAlias, SaveCombo, get_aliases, get_combo_status, get_combos, get_connections,
@@ -20,6 +22,7 @@ use crate::{
         CatalogEntry,
         alias::Alias,
         combo::{Combo, ComboStatusList, ConfigForm, Strategy, format_targets, parse_strategy, parse_targets},
+        settings::human_ms,
         validation::FieldError,
     },
 };
@@ -61,7 +64,10 @@ pub fn CombosPage() -> impl IntoView {
             <Transition fallback=Loading>
                 {move || Suspend::new(async move {
                     match combos.await {
-                        Ok(list) => view! { <ComboTable combos=list.combos save delete live editing /> }.into_any(),
+                        Ok(list) => {
+                            let names = connection_names(connections.await);
+                            view! { <ComboTable combos=list.combos names save delete live editing /> }.into_any()
+                        }
                         Err(e) => view! { <LoadFailed error=e.to_string() /> }.into_any(),
                     }
                 })}
@@ -109,10 +115,10 @@ fn ComboForm(combo: Option<Combo>, save: ServerAction<SaveCombo>) -> impl IntoVi
     let text = |n: Option<u64>| n.map(|n| n.to_string()).unwrap_or_default();
     let cfg = combo.as_ref().map(|c| c.config.clone()).unwrap_or_default();
     let config = RwSignal::new(ConfigForm {
-        combo_timeout_ms: text(cfg.combo_timeout_ms),
+        combo_timeout_ms: cfg.combo_timeout_ms.map(human_ms).unwrap_or_default(),
         judge_model: cfg.judge_model.clone().unwrap_or_default(),
         max_retries: text(cfg.max_retries.map(u64::from)),
-        retry_delay_ms: text(cfg.retry_delay_ms),
+        retry_delay_ms: cfg.retry_delay_ms.map(human_ms).unwrap_or_default(),
     });
     // Each form's inputs need their own ids (the create form, each edit form).
     let form_id = name.clone().unwrap_or_else(|| "new".to_owned());
@@ -193,7 +199,7 @@ fn ComboForm(combo: Option<Combo>, save: ServerAction<SaveCombo>) -> impl IntoVi
                             .collect_view()}
                     </select>
                 </label>
-                {input("Timeout (ms, empty = none)", "combo_timeout_ms", "config.comboTimeoutMs", |c| c.combo_timeout_ms.clone(), |c, v| c.combo_timeout_ms = v)}
+                {input("Timeout (e.g. 5 min; empty = none)", "combo_timeout_ms", "config.comboTimeoutMs", |c| c.combo_timeout_ms.clone(), |c, v| c.combo_timeout_ms = v)}
             </div>
             <p class="text-xs text-slate-600" data-testid="strategy-explain">{move || chosen.get().explain()}</p>
             <div class="flex flex-wrap gap-3 items-end" hidden=not_chosen(Strategy::Fusion)>
@@ -201,7 +207,7 @@ fn ComboForm(combo: Option<Combo>, save: ServerAction<SaveCombo>) -> impl IntoVi
             </div>
             <div class="flex flex-wrap gap-3 items-end" hidden=not_chosen(Strategy::Pipeline)>
                 {input("Step retries on 429/502/503/504 (0–10, default 1)", "max_retries", "config.maxRetries", |c| c.max_retries.clone(), |c, v| c.max_retries = v)}
-                {input("Between retries (ms, default 2000)", "retry_delay_ms", "config.retryDelayMs", |c| c.retry_delay_ms.clone(), |c, v| c.retry_delay_ms = v)}
+                {input("Between retries (default 2 s)", "retry_delay_ms", "config.retryDelayMs", |c| c.retry_delay_ms.clone(), |c, v| c.retry_delay_ms = v)}
             </div>
             {move || {
                 live.get().then(|| view! { <TargetRows typed problem pipeline=Signal::derive(move || chosen.get() == Strategy::Pipeline) /> })
@@ -230,7 +236,8 @@ fn ComboForm(combo: Option<Combo>, save: ServerAction<SaveCombo>) -> impl IntoVi
             </label>
             </details>
             {move || problem.get().map(|m| view! { <p class="text-xs text-red-700" data-field-error="targets">{m}</p> })}
-            <TargetPicker typed problem />
+            // The picker writes target lines with JavaScript; without it, the text is the editor.
+            {move || live.get().then(|| view! { <TargetPicker typed problem /> })}
             <div>
                 <button type="submit" class="px-3 py-1 rounded-md bg-indigo-600 text-white">
                     {if editing { "Save" } else { "Create" }}
@@ -322,6 +329,8 @@ fn ComboNow(name: String, live: Live) -> impl IntoView {
 #[component]
 fn ComboTable(
     combos: Vec<Combo>,
+    /// The connections' names by id, for pinned targets.
+    names: Arc<HashMap<String, String>>,
     save: ServerAction<SaveCombo>,
     delete: ServerAction<DeleteCombo>,
     live: Live,
@@ -350,7 +359,7 @@ fn ComboTable(
                     .into_iter()
                     .map(|c| {
                         let settings = settings_summary(&c);
-                        let (strategy, targets) = (c.strategy, format_targets(&c.targets));
+                        let (strategy, targets) = (c.strategy, c.targets.clone());
                         // Each part of the row owns its copy of the name.
                         let [row, cell, name, now, name_key] = std::array::from_fn(|_| c.name.clone());
                         let edit_label = format!("Edit {name}");
@@ -358,9 +367,9 @@ fn ComboTable(
                         let saved = Signal::derive(move || matches!(save.value().get(), Some(Ok(_))));
                         view! {
                             <tr id=format!("combo-{name_key}") class="border-b border-slate-100 align-top target:bg-amber-50" data-combo=row>
-                                <td class="p-2 font-mono">{cell}</td>
+                                <td class="p-2 font-mono whitespace-nowrap" data-testid="name">{cell}</td>
                                 <td class="p-2" data-testid="strategy" title=strategy.explain()>{strategy.as_str()}</td>
-                                <td class="p-2 font-mono text-xs whitespace-pre" data-testid="targets">{targets}</td>
+                                <td class="p-2"><TargetList targets names=names.clone() /></td>
                                 <td class="p-2 text-xs" data-testid="settings">{settings}</td>
                                 <td class="p-2"><ComboNow name=now live /></td>
                                 <td class="p-2 flex flex-wrap gap-1">
@@ -392,9 +401,10 @@ fn ComboTable(
 /// A combo's config in words: its timeout, and its strategy's own fields.
 fn settings_summary(c: &Combo) -> String {
     let cfg = &c.config;
-    let mut parts = vec![cfg.combo_timeout_ms.map_or("no timeout".to_owned(), |ms| format!("timeout {ms} ms"))];
+    let mut parts =
+        vec![cfg.combo_timeout_ms.map_or("no timeout".to_owned(), |ms| format!("timeout {}", human_ms(ms)))];
     if let Some(ms) = cfg.target_timeout_ms {
-        parts.push(format!("{ms} ms per target"));
+        parts.push(format!("{} per target", human_ms(ms)));
     }
     match c.strategy {
         Strategy::Fusion => {
@@ -402,12 +412,14 @@ fn settings_summary(c: &Combo) -> String {
             parts.push(format!("judge: {judge}"));
             let t = cfg.fusion(c.targets.len());
             parts.push(format!(
-                "waits for {} answers, then {} ms; at most {} ms",
-                t.min_panel, t.straggler_grace_ms, t.panel_hard_timeout_ms
+                "waits for {} answers, then {}; at most {}",
+                t.min_panel,
+                human_ms(t.straggler_grace_ms),
+                human_ms(t.panel_hard_timeout_ms)
             ));
         }
         Strategy::Pipeline => {
-            parts.push(format!("step retries {} ({} ms apart)", cfg.max_retries(), cfg.retry_delay_ms()));
+            parts.push(format!("step retries {} ({} apart)", cfg.max_retries(), human_ms(cfg.retry_delay_ms())));
         }
         _ => {}
     }
@@ -419,7 +431,7 @@ fn settings_summary(c: &Combo) -> String {
 fn KnownModels(entries: Vec<CatalogEntry>) -> impl IntoView {
     view! {
         <details class="bg-white p-4 rounded-md shadow-sm" data-testid="known-models">
-            <summary class="cursor-pointer font-semibold">"Models your connections serve"</summary>
+            <summary class="disclosure cursor-pointer font-semibold">"Models your connections serve"</summary>
             <p class="text-xs text-slate-600 mt-1">
                 "The catalog's models of each provider with an active connection, and the models its connections' tests found (as GET /v1/models lists them). Providers that pass model ids through take any other id too; add a connection on Providers to use another provider."
             </p>
@@ -448,7 +460,7 @@ fn AliasTable(aliases: Vec<Alias>, delete: ServerAction<DeleteAlias>) -> impl In
                         let [row, cell, name] = std::array::from_fn(|_| a.alias.clone());
                         view! {
                             <tr class="border-b border-slate-100" data-alias=row>
-                                <td class="p-2 font-mono">{cell}</td>
+                                <td class="p-2 font-mono whitespace-nowrap">{cell}</td>
                                 <td class="p-2 font-mono">{format!("→ {}", a.model)}</td>
                                 <td class="p-2">
                                     <Confirm

@@ -288,7 +288,7 @@ fn ProviderSelect(entries: Vec<CatalogEntry>) -> impl IntoView {
 fn CatalogTable(entries: Vec<CatalogEntry>) -> impl IntoView {
     view! {
         <details class="mb-6 bg-white p-4 rounded-md shadow-sm" data-testid="catalog">
-            <summary class="cursor-pointer font-semibold">{format!("Provider catalog ({})", entries.len())}</summary>
+            <summary class="disclosure cursor-pointer font-semibold">{format!("Provider catalog ({})", entries.len())}</summary>
             <div class="overflow-x-auto"><table class="w-full text-sm mt-2">
                 <thead>
                     <tr class="text-left border-b border-slate-200">
@@ -418,8 +418,8 @@ fn ConnectionRow(c: ConnectionView, actions: RowActions, live: Live, badges: Bad
     let edit_label = format!("Edit {}", c.name);
     view! {
         <tr id=format!("connection-{}", c.id) class="border-b border-slate-100 align-top target:bg-amber-50" data-connection-id=c.id.clone()>
-            <td class="p-2">{c.provider.clone()}</td>
-            <td class="p-2">{c.name.clone()}</td>
+            <td class="p-2 whitespace-nowrap">{c.provider.clone()}</td>
+            <td class="p-2 whitespace-nowrap" data-testid="name">{c.name.clone()}</td>
             <td class="p-2 font-mono whitespace-nowrap">{c.api_key_masked.clone().unwrap_or_else(|| "—".into())}</td>
             <td class="p-2">{c.priority}</td>
             <td class="p-2">

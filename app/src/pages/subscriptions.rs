@@ -85,7 +85,7 @@ pub fn SubscriptionForms(actions: SubscriptionActions) -> impl IntoView {
                 })}
             </Transition>
             <details class="mt-2">
-                <summary class="cursor-pointer text-sm">"Import the credentials file Claude Code, Codex or the Gemini CLI wrote"</summary>
+                <summary class="disclosure cursor-pointer text-sm">"Import the credentials file Claude Code, Codex or the Gemini CLI wrote"</summary>
                 <ActionForm action=import node_ref=import_form attr:class="flex flex-col gap-2 mt-2 max-w-xl" attr:data-testid="import-subscription">
                     <label class="flex flex-col text-sm">
                         "File"

@@ -5,7 +5,18 @@
 use serde::{Deserialize, Serialize};
 
 use super::{MAX_COMBO_TIMEOUT_MS, Strategy, target_model};
-use crate::types::validation::{Errors, FieldError};
+use crate::types::{
+    settings::{duration_ms, human_ms},
+    validation::{Errors, FieldError},
+};
+
+/// A duration out of `min..=max`, its bounds as the dashboard's duration
+/// fields read (`1 h`, `500 ms`).
+fn duration_range(e: &mut Errors, field: &str, ms: u64, min: u64, max: u64) {
+    if !(min..=max).contains(&ms) {
+        e.push(field, format!("must be between {} and {}", human_ms(min), human_ms(max)));
+    }
+}
 
 /// Per-combo behaviour beyond the strategy. Fields a strategy does not
 /// read are refused for it, so a saved config always means something.
@@ -137,7 +148,7 @@ impl ComboConfig {
     /// Field checks; `strategy` decides which fields may be set at all.
     pub(super) fn validate(&self, strategy: Strategy, e: &mut Errors) {
         if let Some(ms) = self.combo_timeout_ms {
-            e.range("config.comboTimeoutMs", i64::try_from(ms).unwrap_or(i64::MAX), 0, MAX_COMBO_TIMEOUT_MS as i64);
+            duration_range(e, "config.comboTimeoutMs", ms, 0, MAX_COMBO_TIMEOUT_MS);
         }
         let only = |e: &mut Errors, set: bool, field: &str, owner: Strategy| {
             if set && strategy != owner {
@@ -168,19 +179,18 @@ impl ComboConfig {
             let (low, high) = Self::MAX_MESSAGES_FOR_SUMMARY_RANGE;
             e.range("config.maxMessagesForSummary", n.into(), low.into(), high.into());
         }
-        let wide = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
         if let Some(ms) = self.target_timeout_ms {
             if matches!(strategy, Strategy::Fusion | Strategy::Pipeline) {
                 e.push("config.targetTimeoutMs", "is not read by fusion or pipeline, whose calls run as single models");
             }
             let (low, high) = Self::TARGET_TIMEOUT_RANGE_MS;
-            e.range("config.targetTimeoutMs", wide(ms), wide(low), wide(high));
+            duration_range(e, "config.targetTimeoutMs", ms, low, high);
         }
         if let Some(n) = self.max_retries {
             e.range("config.maxRetries", n.into(), 0, Self::MAX_MAX_RETRIES.into());
         }
         if let Some(ms) = self.retry_delay_ms {
-            e.range("config.retryDelayMs", wide(ms), 0, wide(Self::MAX_RETRY_DELAY_MS));
+            duration_range(e, "config.retryDelayMs", ms, 0, Self::MAX_RETRY_DELAY_MS);
         }
         if let Some(judge) = &self.judge_model {
             target_model(e, "config.judgeModel", judge);
@@ -192,18 +202,18 @@ impl ComboConfig {
         if let Some(n) = t.max_panel {
             e.range("config.fusionTuning.maxPanel", n.into(), 1, FusionTuning::MAX_MAX_PANEL.into());
         }
-        let max_wait = wide(FusionTuning::MAX_WAIT_MS);
         if let Some(ms) = t.straggler_grace_ms {
-            e.range("config.fusionTuning.stragglerGraceMs", wide(ms), 0, max_wait);
+            duration_range(e, "config.fusionTuning.stragglerGraceMs", ms, 0, FusionTuning::MAX_WAIT_MS);
         }
         if let Some(ms) = t.panel_hard_timeout_ms {
-            e.range("config.fusionTuning.panelHardTimeoutMs", wide(ms), 1, max_wait);
+            duration_range(e, "config.fusionTuning.panelHardTimeoutMs", ms, 1, FusionTuning::MAX_WAIT_MS);
         }
     }
 }
 
 /// The per-combo fields the dashboard's form edits, as typed (empty =
-/// unset). Read the same way in the browser, as they are typed, and on save.
+/// unset; durations with a unit, `30 s`, or in ms). Read the same way in
+/// the browser, as they are typed, and on save.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ConfigForm {
     pub combo_timeout_ms: String,
@@ -230,15 +240,22 @@ impl ConfigForm {
             }
             n
         }
+        fn duration(e: &mut Errors, field: &str, text: &str) -> Option<u64> {
+            let text = text.trim();
+            if text.is_empty() {
+                return None;
+            }
+            duration_ms(text).map_err(|message| e.push(field, message)).ok()
+        }
         let (fusion, pipeline, relay) =
             (strategy == Strategy::Fusion, strategy == Strategy::Pipeline, strategy == Strategy::ContextRelay);
         let judge = self.judge_model.trim();
         let config = ComboConfig {
-            combo_timeout_ms: whole(&mut e, "config.comboTimeoutMs", &self.combo_timeout_ms),
+            combo_timeout_ms: duration(&mut e, "config.comboTimeoutMs", &self.combo_timeout_ms),
             target_timeout_ms: kept.target_timeout_ms.filter(|_| !fusion && !pipeline),
             judge_model: (fusion && !judge.is_empty()).then(|| judge.to_owned()),
             max_retries: if pipeline { whole(&mut e, "config.maxRetries", &self.max_retries) } else { None },
-            retry_delay_ms: if pipeline { whole(&mut e, "config.retryDelayMs", &self.retry_delay_ms) } else { None },
+            retry_delay_ms: if pipeline { duration(&mut e, "config.retryDelayMs", &self.retry_delay_ms) } else { None },
             fusion_tuning: kept.fusion_tuning.filter(|_| fusion),
             handoff_threshold: kept.handoff_threshold.filter(|_| relay),
             handoff_model: kept.handoff_model.filter(|_| relay),

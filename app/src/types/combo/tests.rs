@@ -141,6 +141,24 @@ fn the_dashboard_form_gives_the_config_of_its_strategy_only_and_keeps_what_it_ca
 }
 
 #[test]
+fn the_dashboard_form_reads_durations_in_natural_units_and_bounds_them_so() {
+    let form = ConfigForm { combo_timeout_ms: "2 min".into(), retry_delay_ms: "1.5 s".into(), ..ConfigForm::default() };
+    let config = form.config(Strategy::Pipeline, ComboConfig::default()).unwrap();
+    assert_eq!((config.combo_timeout_ms, config.retry_delay_ms), (Some(120_000), Some(1_500)));
+    let message =
+        |form: ConfigForm| form.config(Strategy::Pipeline, ComboConfig::default()).unwrap_err()[0].message.clone();
+    assert_eq!(
+        message(ConfigForm { combo_timeout_ms: "2 h".into(), ..ConfigForm::default() }),
+        "must be between 0 and 1 h"
+    );
+    assert_eq!(
+        message(ConfigForm { retry_delay_ms: "2 min".into(), ..ConfigForm::default() }),
+        "must be between 0 and 1 min"
+    );
+    assert!(message(ConfigForm { combo_timeout_ms: "soon".into(), ..ConfigForm::default() }).contains("30 s"));
+}
+
+#[test]
 fn every_strategy_round_trips_by_its_name() {
     for s in Strategy::ALL {
         let json = serde_json::to_value(s).unwrap();
