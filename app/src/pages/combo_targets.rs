@@ -4,7 +4,7 @@
 //! text, which is what the form posts and what a browser without
 //! JavaScript edits directly. And a saved combo's targets in words.
 
-use std::{collections::HashMap, sync::Arc};
+use std::{collections::BTreeMap, sync::Arc};
 
 use leptos::prelude::*;
 
@@ -247,7 +247,7 @@ pub fn TargetRows(typed: RwSignal<String>, problem: RwSignal<Option<String>>, pi
 }
 
 /// The connections' names by id, for the targets pinned to one.
-pub fn connection_names(list: Result<ConnectionList, ServerFnError>) -> Arc<HashMap<String, String>> {
+pub fn connection_names(list: Result<ConnectionList, ServerFnError>) -> Arc<BTreeMap<String, String>> {
     let connections = list.map(|l| l.connections).unwrap_or_default();
     Arc::new(connections.into_iter().map(|c| (c.id, c.name)).collect())
 }
@@ -255,7 +255,7 @@ pub fn connection_names(list: Result<ConnectionList, ServerFnError>) -> Arc<Hash
 /// A saved combo's targets in words, in order: the model, its weight, the
 /// connection it is pinned to (by name) and a pipeline step's prompt.
 #[component]
-pub fn TargetList(targets: Vec<ComboTarget>, names: Arc<HashMap<String, String>>) -> impl IntoView {
+pub fn TargetList(targets: Vec<ComboTarget>, names: Arc<BTreeMap<String, String>>) -> impl IntoView {
     view! {
         <ol class="text-xs space-y-1" data-testid="targets">
             {targets
@@ -264,7 +264,7 @@ pub fn TargetList(targets: Vec<ComboTarget>, names: Arc<HashMap<String, String>>
                     let pinned = t.connection_id.map(|id| names.get(&id).cloned().unwrap_or(format!("connection {id}")));
                     view! {
                         <li>
-                            <span class="font-mono break-all">{t.model}</span>
+                            <span class="font-mono whitespace-nowrap">{t.model}</span>
                             {t.weight.map(|w| format!(" · weight {w}"))}
                             {pinned.map(|name| format!(" · on {name}"))}
                             {t.prompt.map(|p| view! { <span class="text-slate-500">{format!(" · step: {p}")}</span> })}

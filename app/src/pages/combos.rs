@@ -6,7 +6,7 @@
 
 use leptos::prelude::*;
 
-use std::{collections::HashMap, sync::Arc};
+use std::{collections::BTreeMap, sync::Arc};
 
 use super::combo_targets::{Picks, TargetList, TargetPicker, TargetRows, connection_names};
 use crate::{
@@ -330,7 +330,7 @@ fn ComboNow(name: String, live: Live) -> impl IntoView {
 fn ComboTable(
     combos: Vec<Combo>,
     /// The connections' names by id, for pinned targets.
-    names: Arc<HashMap<String, String>>,
+    names: Arc<BTreeMap<String, String>>,
     save: ServerAction<SaveCombo>,
     delete: ServerAction<DeleteCombo>,
     live: Live,

@@ -134,7 +134,9 @@ pub fn is_duration(path: &str) -> bool {
 const UNITS: [(&str, u64); 5] = [("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000), ("ms", 1)];
 
 /// A duration typed as milliseconds (`30000`) or with a unit (`30 s`,
-/// `1.5 s`, `10 min`, `2 h`, `1 d`, `250 ms`), in milliseconds.
+/// `1.5 s`, `10 min`, `2 h`, `1 d`, `250 ms`), in milliseconds. Read in
+/// whole numbers, not floats: float parsing would add its code to every
+/// page with a duration field.
 pub fn duration_ms(text: &str) -> Result<u64, String> {
     if text.is_empty() {
         return Err("is required".into());
@@ -149,13 +151,21 @@ pub fn duration_ms(text: &str) -> Result<u64, String> {
             .map(|(_, ms)| *ms)
             .ok_or_else(|| format!("must be a duration such as 30000, 30 s, 10 min or 2 h (unknown unit {u:?})"))?,
     };
-    let value: f64 =
-        number.parse().map_err(|_| format!("must be a duration such as 30000, 30 s, 10 min or 2 h (got {text:?})"))?;
-    let ms = (value * per as f64).round();
-    if !(0.0..=u64::MAX as f64).contains(&ms) || (per == 1 && number.contains('.')) {
-        return Err(format!("must be a whole number of milliseconds (got {text:?})"));
+    let unreadable = || format!("must be a duration such as 30000, 30 s, 10 min or 2 h (got {text:?})");
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    let digits = |d: &str| if d.is_empty() { Some(0) } else { d.parse::<u64>().ok() };
+    let (Some(whole_n), Some(fraction_n)) = (digits(whole), digits(fraction)) else { return Err(unreadable()) };
+    if whole.is_empty() && fraction.is_empty() {
+        return Err(unreadable());
     }
-    Ok(ms as u64)
+    // (whole + fraction / 10^digits) × per, exact only in whole milliseconds.
+    let scale = u32::try_from(fraction.len()).ok().and_then(|n| 10u64.checked_pow(n));
+    let fraction_ms =
+        scale.and_then(|scale| fraction_n.checked_mul(per).filter(|ms| ms % scale == 0).map(|ms| ms / scale));
+    let Some(fraction_ms) = fraction_ms else {
+        return Err(format!("must be a whole number of milliseconds (got {text:?})"));
+    };
+    whole_n.checked_mul(per).and_then(|ms| ms.checked_add(fraction_ms)).ok_or_else(unreadable)
 }
 
 /// A duration in the largest unit that states it exactly: `30 s`,

@@ -546,6 +546,11 @@ fn durations_are_typed_with_units_and_shown_in_the_largest_exact_one() {
     assert_eq!(duration_ms("250 ms"), Ok(250));
     assert!(duration_ms("3 weeks").unwrap_err().contains("unknown unit"));
     assert!(duration_ms("1.5").is_err(), "a fraction of a millisecond");
+    assert_eq!(duration_ms(".25 s"), Ok(250));
+    assert_eq!(duration_ms("1.0005 min"), Ok(60_030));
+    assert!(duration_ms("1.0005 s").unwrap_err().contains("whole number of milliseconds"));
+    assert!(duration_ms("1.2.3 s").is_err() && duration_ms(". s").is_err());
+    assert!(duration_ms("99999999999999999 d").is_err(), "beyond u64");
     assert!(duration_ms("").is_err());
     assert_eq!(
         [0, 1_500, 30_000, 600_000, 7_200_000, 86_400_000].map(human_ms),
