@@ -1,6 +1,7 @@
 //! Limits and gates hold for several gateways on one Postgres together
 //! (issue [M]): `maxConcurrent` is counted in shared slots, the slots of
-//! an instance that fell silent (killed) come back, the request queue's
+//! an instance that fell silent (killed) come back and those of one that
+//! stops cleanly are given back at once, the request queue's
 //! pace is split between the live instances, and the provider window gate
 //! counts the failures every instance saw.
 //! Compiled with `--features postgres-tests`; `cargo xtask test` starts a
@@ -202,4 +203,33 @@ async fn a_provider_the_window_gate_holds_on_one_instance_is_held_on_the_other()
     assert_eq!(openai_calls(), 2, "B skips openai without a call");
     a.stop().await;
     b.stop().await;
+}
+
+#[tokio::test]
+async fn an_instance_stopping_cleanly_gives_back_its_own_slots_and_no_others() {
+    use server::db::{entities::gateway_instance, instances, slots};
+    let url = common::fresh_postgres_database().await;
+    let gw = Gateway::start_with(tempfile::tempdir().unwrap(), Some(url)).await;
+    let db = gw.state.db.clone();
+    // The gateway's now, or its own heartbeat would forget these instances.
+    let now = gw.state.clock.now_ms();
+    for id in ["a", "b", "c"] {
+        let heard = gateway_instance::Model {
+            id: id.into(),
+            version: "test".into(),
+            started_at: now,
+            last_seen_at: now,
+            caught_up: true,
+        };
+        instances::beat(&db, heard, 0).await.unwrap();
+    }
+    let take = |instance: &'static str| slots::take(&db, "gate", 3, instance, now, now - 1);
+    slots::provide(&db, "gate", 3).await.unwrap();
+    assert_eq!((take("a").await.unwrap(), take("a").await.unwrap()), (Some(0), Some(1)));
+    assert_eq!(take("b").await.unwrap(), Some(2));
+    assert_eq!(take("c").await.unwrap(), None, "every slot held by a live instance");
+    slots::give_back_all(&db, "a").await.unwrap();
+    assert_eq!((take("c").await.unwrap(), take("c").await.unwrap()), (Some(0), Some(1)), "a's two came back");
+    assert_eq!(take("c").await.unwrap(), None, "b's slot is still b's");
+    gw.stop().await;
 }

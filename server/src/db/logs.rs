@@ -4,11 +4,11 @@
 use super::entities::proxy_log;
 use app::types::{StatusClass, usage::UsageGroupBy};
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseConnection, DbBackend, DbErr, EntityTrait, QueryFilter, QueryOrder,
-    QuerySelect, Statement, TransactionTrait, Value,
+    ColumnTrait, DatabaseConnection, DbBackend, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect, RuntimeErr,
     sea_query::{Expr, ExprTrait, Func, LikeExpr, SimpleExpr},
+    sqlx::{self, AssertSqlSafe, Database, Encode, Error as SqlxError, Executor, IntoArguments, Pool, Type},
 };
-use std::fmt::Write;
+use std::{fmt::Write, sync::Arc};
 
 pub use proxy_log::Model as LogRecord;
 
@@ -62,7 +62,7 @@ fn in_class(class: StatusClass) -> SimpleExpr {
 /// trip to the database per chunk and no re-preparing.
 const INSERT_CHUNK: usize = 32;
 
-/// The columns a new row fills, in the order of [`values`]'s output.
+/// The columns a new row fills, in the order [`insert_chunks`] binds them.
 const COLUMNS: [&str; 19] = [
     "created_at",
     "request_id",
@@ -84,32 +84,6 @@ const COLUMNS: [&str; 19] = [
     "wait_ms",
     "key_id",
 ];
-
-/// A row's values for [`COLUMNS`], moved out of it (`id` is the
-/// database's to assign).
-fn values(r: LogRecord) -> [Value; 19] {
-    [
-        r.created_at.into(),
-        r.request_id.into(),
-        r.endpoint.into(),
-        r.provider.into(),
-        r.connection_id.into(),
-        r.model.into(),
-        r.status.into(),
-        r.latency_ms.into(),
-        r.ttfb_ms.into(),
-        r.stream.into(),
-        r.prompt_tokens.into(),
-        r.completion_tokens.into(),
-        r.cached_tokens.into(),
-        r.error_kind.into(),
-        r.error_message.into(),
-        r.egress_ip.into(),
-        r.refused.into(),
-        r.wait_ms.into(),
-        r.key_id.into(),
-    ]
-}
 
 /// `INSERT INTO proxy_logs (…) VALUES (…), …` for `rows` rows, with the
 /// backend's placeholders.
@@ -134,21 +108,63 @@ fn insert_sql(backend: DbBackend, rows: usize) -> String {
 }
 
 /// Inserts rows (their `id`s ignored) in one transaction, in multi-row
-/// chunks. The statement is written here rather than by the query
-/// builder: the log writer runs on the gateway's own cores, and building
-/// and cloning every value through sea-query cost it more than SQLite's
-/// insert itself.
+/// chunks. The statement is written and its values bound here, on the
+/// pool under sea-orm, rather than by the query builder: the log writer
+/// runs on the gateway's own cores, and building and cloning every value
+/// through sea-query (and again through sea-orm's binding) cost it more
+/// than the database's insert itself.
 pub async fn insert_batch(db: &DatabaseConnection, rows: Vec<LogRecord>) -> Result<(), DbErr> {
     if rows.is_empty() {
         return Ok(());
     }
-    let backend = db.get_database_backend();
-    let txn = db.begin().await?;
+    match db.get_database_backend() {
+        DbBackend::Postgres => insert_chunks(db.get_postgres_connection_pool(), DbBackend::Postgres, rows).await,
+        _ => insert_chunks(db.get_sqlite_connection_pool(), DbBackend::Sqlite, rows).await,
+    }
+    .map_err(|e| DbErr::Exec(RuntimeErr::SqlxError(Arc::new(e))))
+}
+
+/// [`insert_batch`] on one backend's pool (SQLite's or Postgres').
+async fn insert_chunks<DB: Database>(pool: &Pool<DB>, backend: DbBackend, rows: Vec<LogRecord>) -> Result<(), SqlxError>
+where
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'e> i64: Encode<'e, DB> + Type<DB>,
+    for<'e> i32: Encode<'e, DB> + Type<DB>,
+    for<'e> bool: Encode<'e, DB> + Type<DB>,
+    for<'e> String: Encode<'e, DB> + Type<DB>,
+    for<'e> Option<i64>: Encode<'e, DB> + Type<DB>,
+    for<'e> Option<String>: Encode<'e, DB> + Type<DB>,
+{
+    let mut txn = pool.begin().await?;
     let mut rows = rows.into_iter().peekable();
     while rows.peek().is_some() {
-        let chunk: Vec<Value> = rows.by_ref().take(INSERT_CHUNK).flat_map(values).collect();
-        let sql = insert_sql(backend, chunk.len() / COLUMNS.len());
-        txn.execute_raw(Statement::from_sql_and_values(backend, sql, chunk)).await?;
+        let chunk: Vec<LogRecord> = rows.by_ref().take(INSERT_CHUNK).collect();
+        let sql = insert_sql(backend, chunk.len());
+        // Each row's values in `COLUMNS`' order, moved out of it (`id` is
+        // the database's to assign).
+        let query = chunk.into_iter().fold(sqlx::query(AssertSqlSafe(sql)), |q, r| {
+            q.bind(r.created_at)
+                .bind(r.request_id)
+                .bind(r.endpoint)
+                .bind(r.provider)
+                .bind(r.connection_id)
+                .bind(r.model)
+                .bind(r.status)
+                .bind(r.latency_ms)
+                .bind(r.ttfb_ms)
+                .bind(r.stream)
+                .bind(r.prompt_tokens)
+                .bind(r.completion_tokens)
+                .bind(r.cached_tokens)
+                .bind(r.error_kind)
+                .bind(r.error_message)
+                .bind(r.egress_ip)
+                .bind(r.refused)
+                .bind(r.wait_ms)
+                .bind(r.key_id)
+        });
+        query.execute(&mut *txn).await?;
     }
     txn.commit().await
 }

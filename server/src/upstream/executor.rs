@@ -23,7 +23,10 @@ use hyper_util::{
 use rustls::pki_types::CertificateDer;
 use std::{
     net::IpAddr,
-    sync::atomic::{AtomicBool, Ordering},
+    sync::{
+        OnceLock,
+        atomic::{AtomicBool, Ordering},
+    },
     time::Duration,
 };
 use thread_local::ThreadLocal;
@@ -50,19 +53,39 @@ pub struct Endpoint {
     /// Its last answer came over HTTP/2: its requests may go out on
     /// another lane when this thread's first is full ([`Lanes`]).
     http2: AtomicBool,
+    /// The first path called and its URI: nearly every request of a
+    /// connection calls the same one, whose URI is then cloned instead of
+    /// written and parsed again.
+    first_uri: OnceLock<(Box<str>, Uri)>,
 }
 
 impl Endpoint {
     /// An endpoint called with an API key (or nothing).
     pub fn new(protocol: Protocol, base_url: BaseUrl, credential: Option<&str>) -> Self {
-        let headers = auth_headers(protocol, credential, false);
-        Self { protocol, base_url, headers, models_path: models_path(protocol), http2: AtomicBool::new(false) }
+        Self::with_headers(protocol, base_url, auth_headers(protocol, credential, false))
     }
 
     /// An endpoint called with a subscription's OAuth access token.
     pub fn oauth(protocol: Protocol, base_url: BaseUrl, access_token: Option<&str>) -> Self {
-        let headers = auth_headers(protocol, access_token, true);
-        Self { protocol, base_url, headers, models_path: models_path(protocol), http2: AtomicBool::new(false) }
+        Self::with_headers(protocol, base_url, auth_headers(protocol, access_token, true))
+    }
+
+    fn with_headers(protocol: Protocol, base_url: BaseUrl, headers: HeaderMap) -> Self {
+        let models_path = models_path(protocol);
+        Self { protocol, base_url, headers, models_path, http2: AtomicBool::new(false), first_uri: OnceLock::new() }
+    }
+
+    /// The URI of `path` under its base URL.
+    fn uri(&self, path: &str) -> Result<Uri, TransportError> {
+        match self.first_uri.get() {
+            Some((first, uri)) if **first == *path => Ok(uri.clone()),
+            Some(_) => self.base_url.join(path),
+            None => {
+                let uri = self.base_url.join(path)?;
+                let _ = self.first_uri.set((path.into(), uri.clone()));
+                Ok(uri)
+            }
+        }
     }
 }
 
@@ -159,7 +182,7 @@ impl Executor {
     ) -> Result<Request<Full<Bytes>>, TransportError> {
         let mut req = Request::new(Full::new(body));
         *req.method_mut() = method;
-        *req.uri_mut() = endpoint.base_url.join(path)?;
+        *req.uri_mut() = endpoint.uri(path)?;
         *req.headers_mut() = endpoint.headers.clone();
         if let Some(auth) = self.connector.proxy_authorization(req.uri()) {
             req.headers_mut().insert(PROXY_AUTHORIZATION, auth);
@@ -519,6 +542,19 @@ mod tests {
 
     fn join(base: &str, path: &str) -> String {
         BaseUrl::parse(base).unwrap().join(path).unwrap().to_string()
+    }
+
+    #[test]
+    fn an_endpoint_reuses_its_first_paths_uri_and_joins_any_other() {
+        let base = BaseUrl::parse("https://gen.example/v1beta?key=k").unwrap();
+        let endpoint = Endpoint::new(Protocol::Gemini, base, None);
+        let chat = "/models/g:generateContent";
+        for _ in 0..2 {
+            assert_eq!(endpoint.uri(chat).unwrap(), "https://gen.example/v1beta/models/g:generateContent?key=k");
+        }
+        let stream = "/models/g:streamGenerateContent?alt=sse";
+        assert_eq!(endpoint.uri(stream).unwrap(), "https://gen.example/v1beta/models/g:streamGenerateContent?alt=sse");
+        assert_eq!(endpoint.uri(chat).unwrap(), "https://gen.example/v1beta/models/g:generateContent?key=k");
     }
 
     #[test]
