@@ -136,13 +136,15 @@ mod tests {
             after_name.split(' ').nth(16).unwrap().parse::<i32>().unwrap()
         };
         let tasks: Vec<_> = std::fs::read_dir("/proc/self/task").unwrap().map(|t| t.unwrap().file_name()).collect();
+        // Other tests' threads may end between the listing and the read:
+        // a thread gone by then is no checker.
         let named = |tid: &std::ffi::OsString| {
             std::fs::read_to_string(format!("/proc/self/task/{}/comm", tid.to_string_lossy()))
-                .unwrap()
-                .trim()
-                .to_owned()
+                .ok()
+                .map(|comm| comm.trim().to_owned())
         };
-        let checker = tasks.iter().find(|t| named(t) == "password-check").expect("a password-check thread");
+        let checker =
+            tasks.iter().find(|t| named(t).as_deref() == Some("password-check")).expect("a password-check thread");
         let process = nice_of(&std::process::id().to_string());
         assert_eq!(nice_of(&checker.to_string_lossy()), (process + super::NICER_BY).min(19));
     }
