@@ -46,6 +46,12 @@ pub fn duration(ms: u64) -> String {
     }
 }
 
+/// `n` with its noun, plural unless `n` is 1: `count(1, "key")` is
+/// `1 key`, `count(0, "key")` `0 keys` (for nouns whose plural adds `s`).
+pub fn count<N: std::fmt::Display + PartialEq + From<u8>>(n: N, noun: &str) -> String {
+    if n == N::from(1) { format!("{n} {noun}") } else { format!("{n} {noun}s") }
+}
+
 /// How long ago, from a span in ms: `12 s ago`, `3 min ago`, `5 h ago`,
 /// `2 d ago`.
 pub fn ago(span_ms: i64) -> String {
@@ -84,6 +90,13 @@ pub fn query_escape(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_take_their_nouns_plural_unless_one() {
+        assert_eq!(count(0_usize, "key"), "0 keys");
+        assert_eq!(count(1_u32, "model lockout"), "1 model lockout");
+        assert_eq!(count(2_u32, "connection"), "2 connections");
+    }
 
     #[test]
     fn formats_utc_timestamps() {

@@ -121,7 +121,7 @@ test('the Cooldown Manager clears a cooling connection and leaves a terminal one
   await coolingRow.getByRole('checkbox').check();
   await page.getByRole('button', { name: 'Clear selected' }).click();
   await expect(page.getByTestId('clear-result')).toHaveText(
-    'Cleared 1 connection(s); 0 unchanged; 0 terminal left as they are; 0 model lockout(s) lifted.',
+    'Cleared 1 connection; 0 unchanged; 0 terminal left as they are; 0 model lockouts lifted.',
   );
   await expect(page.locator(`tr[data-connection-id="${cooling}"]`)).toHaveCount(0);
   await expect(page.locator(`tr[data-connection-id="${terminal}"]`)).toBeVisible();

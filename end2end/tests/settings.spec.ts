@@ -145,7 +145,7 @@ test('values set by the environment are marked, and the winning one is read-only
 test('operator error rules are added in the list editor', async ({ page }) => {
   await openSettings(page, '/settings/resilience');
   const card = page.locator('[data-card="provider-error-rules"]');
-  await expect(card.locator('[data-value="providerErrorRules"]')).toHaveText('0 rule(s)');
+  await expect(card.locator('[data-value="providerErrorRules"]')).toHaveText('0 rules');
   await editCard(card);
   await card.getByLabel('Rule 1 provider').fill('glm');
   await card.getByLabel('Rule 1 status').fill('4x0');
@@ -160,7 +160,7 @@ test('operator error rules are added in the list editor', async ({ page }) => {
   await expect(card.getByLabel('Rule 2 provider')).toHaveCount(0);
   await card.getByRole('button', { name: 'Save' }).click();
   await expect(card.getByRole('status')).toHaveText('Saved.');
-  await expect(card.locator('[data-value="providerErrorRules"]')).toHaveText('1 rule(s)');
+  await expect(card.locator('[data-value="providerErrorRules"]')).toHaveText('1 rule');
   const api = await (await page.request.get('/api/resilience')).json();
   expect(api.providerErrorRules).toEqual([
     { provider: 'glm', status: 400, match: 'model is unavailable', scope: 'model', reason: null, cooldownMs: 60000 },

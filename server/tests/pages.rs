@@ -92,5 +92,9 @@ async fn the_root_opens_get_started_until_a_connection_and_a_key_exist() {
     let html = page.text().await.unwrap();
     assert!(html.contains(&format!("ANTHROPIC_BASE_URL={}", gw.url)), "the snippets name this gateway");
     assert!(html.contains("openai/"), "and a model of its connection");
+    assert!(html.contains("✓ 1 connection.") && html.contains("1 key exists;"), "counted in words, one of each");
+    gw.create_key(serde_json::json!({"name": "desktop"})).await;
+    let page = gw.http.get(format!("{}/get-started", gw.url)).header("cookie", &cookie).send().await.unwrap();
+    assert!(page.text().await.unwrap().contains("2 keys exist;"));
     gw.stop().await;
 }

@@ -14,6 +14,7 @@ use crate::{
         BUTTON, CONFIRM_BUTTON, Confirm, Countdown, ErrorDetail, LastError, Layout, LoadFailed, Loading, REFRESH_TICKS,
         TableHead, use_ticker,
     },
+    format,
     pages::settings::{SettingsCards, cards::COOLDOWN_RULES_CARD},
     types::monitoring::{CooldownConnection, ExclusionStatus, ProviderExclusion},
 };
@@ -57,8 +58,11 @@ fn ClearResult(clear: ServerAction<ClearCooldowns>) -> impl IntoView {
     move || {
         clear.value().get().and_then(Result::ok).map(|r| {
             let text = format!(
-                "Cleared {} connection(s); {} unchanged; {} terminal left as they are; {} model lockout(s) lifted.",
-                r.cleared, r.unchanged, r.skipped_terminal, r.lockouts_cleared
+                "Cleared {}; {} unchanged; {} terminal left as they are; {} lifted.",
+                format::count(r.cleared, "connection"),
+                r.unchanged,
+                r.skipped_terminal,
+                format::count(r.lockouts_cleared, "model lockout")
             );
             view! { <p role="status" data-testid="clear-result" class="mb-4 p-3 rounded-md bg-slate-100">{text}</p> }
         })

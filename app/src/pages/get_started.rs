@@ -7,6 +7,7 @@ use leptos::prelude::*;
 use crate::{
     api::{CreateKey, get_started},
     components::{LastError, Layout, LoadFailed, Loading},
+    format,
     pages::keys::stashed_new_key,
     types::{
         CreatedApiKey,
@@ -48,16 +49,21 @@ fn Steps(f: GetStarted, create: ServerAction<CreateKey>, stashed: Option<Created
     let new_key = move || create.value().get().and_then(Result::ok).or_else(|| stashed.get_value());
     let connections = match f.connections {
         0 => "No provider connection yet.".to_owned(),
-        n => format!("✓ {n} connection(s)."),
+        n => format!("✓ {}.", format::count(n, "connection")),
     };
     let tested = match f.tested {
         0 => "No connection has passed a test yet: press Test on a connection; a passed test lists its models."
             .to_owned(),
-        n => format!("✓ {n} connection(s) passed their test."),
+        1 => "✓ 1 connection passed its test.".to_owned(),
+        n => format!("✓ {n} connections passed their test."),
     };
     let keys = match f.keys {
         0 => "No key yet. Until one exists, only this machine may call /v1 without one.".to_owned(),
-        n => format!("{n} key(s) exist; a key is shown only once, so create one here to fill in the snippets."),
+        n => format!(
+            "{} {}; a key is shown only once, so create one here to fill in the snippets.",
+            format::count(n, "key"),
+            if n == 1 { "exists" } else { "exist" }
+        ),
     };
     let (base_url, model) = (f.base_url.clone(), f.example_model.clone());
     view! {

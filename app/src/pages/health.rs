@@ -11,6 +11,7 @@ use super::traffic::TrafficSection;
 use crate::{
     api::{ResetBreakers, get_health},
     components::{BUTTON, Countdown, LastError, Layout, LoadFailed, Loading, REFRESH_TICKS, TableHead, use_ticker},
+    format,
     types::monitoring::{
         BreakerInfo, FORGET_AFTER_MS, HEARTBEAT_MS, HealthReport, InstanceInfo, LeaseInfo, QueueInfo, SILENT_AFTER_MS,
         SessionAffinityInfo,
@@ -126,7 +127,7 @@ fn Report(r: HealthReport, tick: RwSignal<u64>, reset: ServerAction<ResetBreaker
             }}
             <p class="text-sm text-slate-600 mt-2">
                 <a href="/monitoring/cooldowns" class="text-indigo-700">"Cooldown Manager"</a>
-                {format!(" · {lockouts} model lockout(s) — see ")}
+                {format!(" · {} — see ", format::count(lockouts, "model lockout"))}
                 <a href="/settings/model-lockout" class="text-indigo-700">"Model Lockout"</a>
             </p>
         </section>
@@ -144,7 +145,7 @@ fn Report(r: HealthReport, tick: RwSignal<u64>, reset: ServerAction<ResetBreaker
             <p class="text-sm mt-2 tabular-nums" data-testid="waiting-for-cooldown" data-waiting=r.waiting_for_cooldown>
                 {match r.waiting_for_cooldown {
                     0 => "No request is waiting for a cooldown or a combo's short lock to end.".to_owned(),
-                    n => format!("{n} request(s) waiting now for a cooldown or a combo's short lock to end."),
+                    n => format!("{} waiting now for a cooldown or a combo's short lock to end.", format::count(n, "request")),
                 }}
             </p>
         </section>

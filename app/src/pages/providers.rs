@@ -16,6 +16,7 @@ use crate::{
         BUTTON, CONFIRM_BUTTON, Confirm, EditPanel, ErrorDetail, FieldNote, FormErrors, LastError, Layout, LoadFailed,
         Loading, REFRESH_TICKS, StatusBadge, edited, reset_on_success, use_ticker,
     },
+    format,
     types::{
         AuthType, CatalogEntry, ConnectionList, ConnectionView, RateLimitOverrides, format_model_concurrency,
         monitoring::QueueInfo,
@@ -329,11 +330,11 @@ fn TestResult(test: ServerAction<TestConnection>) -> impl IntoView {
         test.value().get().and_then(|r| r.ok()).map(|r| {
             if r.ok {
                 let text = format!(
-                    "Test of {} passed: HTTP {} in {} ms, {} model(s).",
+                    "Test of {} passed: HTTP {} in {} ms, {}.",
                     r.name,
                     r.status,
                     r.latency_ms,
-                    r.models.len()
+                    format::count(r.models.len(), "model")
                 );
                 return view! {
                     <p role="status" data-testid="test-result" data-ok="true" class="mb-4 p-3 rounded-md bg-green-100 text-green-800">

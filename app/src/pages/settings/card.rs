@@ -16,7 +16,7 @@ use super::{
 };
 use crate::{
     api::SaveResilience,
-    paths,
+    format, paths,
     types::{
         FieldError,
         settings::{
@@ -288,7 +288,7 @@ fn shown(f: &Field, initial: &BTreeMap<String, String>) -> String {
     match f.kind {
         FieldKind::Rules => {
             let n = rule_rows(f.path, initial).saturating_sub(1);
-            format!("{n} rule(s)")
+            format::count(n, "rule")
         }
         FieldKind::Bool => if initial.get(f.path).is_some_and(|v| v == "true") { "on" } else { "off" }.into(),
         _ => match initial.get(f.path).map(String::as_str) {
